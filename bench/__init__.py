@@ -1,0 +1,1 @@
+"""dpharness experiment runner, configs, plots, regression checks and performance benchmarks."""

@@ -1,0 +1,91 @@
+"""The ``dpharness`` command line (also ``python -m bench``).
+
+Each sub-command lives in the module that owns the work; this file only parses arguments and
+dispatches, importing lazily so that ``dpharness list`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+# sub-command -> (module, function); the function takes the parsed args and returns an exit code.
+_COMMANDS = {
+    "list": ("bench.cli", "cmd_list"),
+    "run": ("bench.runner", "cmd_run"),
+    "validate": ("bench.config", "cmd_validate"),
+    "plot": ("bench.plots", "cmd_plot"),
+    "audit": ("verifiers.cli", "cmd_audit"),
+    "regress": ("bench.regress", "cmd_regress"),
+    "bench": ("bench.perf", "cmd_bench"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dpharness",
+        description="Reproduce, regression-test and audit differentially private selection mechanisms.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("list", help="list every registered mechanism with its parameters and privacy claim")
+
+    r = sub.add_parser("run", help="run an experiment config (YAML) and write a run folder")
+    r.add_argument("config", metavar="CONFIG")
+    r.add_argument("--jobs", type=int, default=1, help="parallel workers (results do not depend on it)")
+    r.add_argument("--backend", choices=["loky", "threading", "dask"], default="loky")
+    r.add_argument("--scheduler", metavar="ADDRESS", default=None, help="dask scheduler address")
+    r.add_argument("--out", metavar="DIR", default=None, help="parent folder for the run (default results/)")
+    r.add_argument("--seed", type=int, default=None, help="override the config's root seed")
+    r.add_argument("--quick", action="store_true", help="use the config's quick: overrides (CI tier)")
+    r.add_argument("--resume", metavar="RUN_DIR", default=None, help="resume this run folder explicitly")
+
+    v = sub.add_parser("validate", help="check configs (including building every mechanism) without running")
+    v.add_argument("configs", nargs="+", metavar="CONFIG")
+
+    pl = sub.add_parser("plot", help="rebuild a run's figures from its results.csv")
+    pl.add_argument("run_dir", metavar="RUN_DIR")
+
+    a = sub.add_parser("audit", help="run an audit config and report privacy verdicts")
+    a.add_argument("config", metavar="CONFIG")
+    a.add_argument("--out", metavar="DIR", default=None)
+    a.add_argument("--seed", type=int, default=None)
+    a.add_argument("--jobs", type=int, default=1)
+    a.add_argument("--quick", action="store_true", help="use the config's quick: overrides")
+
+    g = sub.add_parser("regress", help="compare a new run against a baseline run, cell by cell")
+    g.add_argument("new_run_dir", metavar="NEW_RUN_DIR")
+    g.add_argument("baseline_run_dir", metavar="BASELINE_RUN_DIR")
+    g.add_argument("--alpha", type=float, default=0.01)
+    g.add_argument("--tolerance", type=float, default=0.05)
+    g.add_argument("--update-baseline", action="store_true")
+
+    b = sub.add_parser("bench", help="performance benchmarks against floors and peer libraries")
+    b.add_argument("--quick", action="store_true")
+    b.add_argument("--json", metavar="PATH", default=None)
+    return p
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import mechanisms
+
+    for name in mechanisms.available():
+        print(mechanisms.describe(name))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module, func = _COMMANDS[args.command]
+    fn = getattr(importlib.import_module(module), func)
+    try:
+        return int(fn(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted; finished tasks are saved, re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

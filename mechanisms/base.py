@@ -1,0 +1,226 @@
+"""The mechanism contract: privacy claims, input validation and the shared helpers.
+
+Every mechanism in dpharness is a small frozen dataclass with
+
+* ``claim`` -- a :class:`PrivacyClaim` (epsilon, delta, neighbour relation);
+* ``sample(data, size=None, rng=None) -> np.ndarray`` -- draws with the sample axis first;
+  ``rng`` is a :class:`numpy.random.Generator`, a seed or ``None`` and is normalised with
+  :func:`numpy.random.default_rng`; it is never stored on the object;
+* for finite output sets, ``support(data)`` and ``log_prob(data)`` (exact log-probabilities aligned
+  with the support);
+* for continuous outputs, ``distribution(data)`` returning one of the exact laws of
+  :mod:`mechanisms.laws`.
+
+This is a research and auditing harness: randomness comes from numpy's seedable PRNG and floating
+point, which is what reproducibility needs and what a production release library must avoid.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+__all__ = [
+    "NEIGHBOURS",
+    "PrivacyClaim",
+    "Mechanism",
+    "as_rng",
+    "check_epsilon",
+    "check_delta",
+    "check_positive",
+    "check_bounds",
+    "check_data",
+    "check_scores",
+    "check_choice",
+    "check_size",
+]
+
+#: Neighbour relations a claim may refer to.
+#:
+#: ``add_remove``   datasets differ by adding or removing one record (unbounded DP);
+#: ``replace_one``  datasets of equal size differ in one record (bounded DP);
+#: ``score_linf``   the data *is* a score/utility vector and each score moves by at most the
+#:                  declared sensitivity (in either direction, independently);
+#: ``score_monotone`` as ``score_linf`` but all scores move in the same direction (counting
+#:                  queries under add/remove);
+#: ``value``        the data is a scalar query answer f(D) that moves by at most the sensitivity;
+#: ``bit``          the data is one private bit that may flip (randomized response).
+NEIGHBOURS: tuple[str, ...] = (
+    "add_remove",
+    "replace_one",
+    "score_linf",
+    "score_monotone",
+    "value",
+    "bit",
+)
+
+
+def _is_real(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise ``ValueError`` unless it is finite and > 0."""
+    if not _is_real(epsilon) or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    return float(epsilon)
+
+
+def check_delta(delta: Any, name: str = "delta", *, allow_zero: bool = True) -> float:
+    """Return ``delta`` as a float in [0, 1) (or (0, 1) when ``allow_zero`` is False)."""
+    ok = _is_real(delta) and math.isfinite(float(delta)) and 0 <= float(delta) < 1
+    if ok and not allow_zero and float(delta) == 0:
+        ok = False
+    if not ok:
+        rng_txt = "[0, 1)" if allow_zero else "(0, 1)"
+        raise ValueError(f"{name} must be in {rng_txt}, got {delta!r}")
+    return float(delta)
+
+
+def check_positive(x: Any, name: str) -> float:
+    """Return ``x`` as a float, or raise ``ValueError`` unless it is finite and > 0."""
+    if not _is_real(x) or not math.isfinite(float(x)) or float(x) <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {x!r}")
+    return float(x)
+
+
+def check_bounds(lower: Any, upper: Any, names: tuple[str, str] = ("lower", "upper")) -> tuple[float, float]:
+    """Return ``(lower, upper)`` as floats, or raise unless both are finite and lower < upper."""
+    for v, nm in ((lower, names[0]), (upper, names[1])):
+        if not _is_real(v) or not math.isfinite(float(v)):
+            raise ValueError(f"{nm} must be a finite number, got {v!r}")
+    if float(lower) >= float(upper):
+        raise ValueError(f"{names[0]} must be < {names[1]}, got {names[0]}={lower!r}, {names[1]}={upper!r}")
+    return float(lower), float(upper)
+
+
+def check_choice(value: Any, name: str, accepted: tuple[Any, ...]) -> Any:
+    """Raise ``ValueError`` naming the accepted values unless ``value`` is one of them."""
+    if value not in accepted:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
+    return value
+
+
+def check_data(data: Any, name: str = "data", *, allow_empty: bool = False) -> np.ndarray:
+    """Return a 1-D float64 array; raise ``ValueError`` on NaN/inf, wrong shape or emptiness."""
+    try:
+        x = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {x.shape}")
+    if x.size == 0 and not allow_empty:
+        raise ValueError(f"{name} must not be empty")
+    if not np.all(np.isfinite(x)):
+        bad = x[~np.isfinite(x)][0]
+        raise ValueError(f"{name} must be finite; found {bad!r} at index {int(np.flatnonzero(~np.isfinite(x))[0])}")
+    return x
+
+
+def check_scores(scores: Any, name: str = "scores") -> np.ndarray:
+    """Score vectors: 1-D, non-empty; -inf allowed (never selected), +inf and NaN rejected.
+
+    At least one score must be finite, otherwise no candidate can be selected.
+    """
+    try:
+        u = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
+    if u.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {u.shape}")
+    if u.size == 0:
+        raise ValueError(f"{name} must not be empty (no candidates)")
+    if np.isnan(u).any():
+        raise ValueError(f"{name} must not contain NaN (index {int(np.flatnonzero(np.isnan(u))[0])})")
+    if np.isposinf(u).any():
+        raise ValueError(f"{name} must not contain +inf (index {int(np.flatnonzero(np.isposinf(u))[0])})")
+    if np.isneginf(u).all():
+        raise ValueError(f"{name}: every score is -inf, no candidate can be selected")
+    return u
+
+
+def check_size(size: Any) -> tuple[int, ...]:
+    """Normalise numpy's ``size`` argument to a shape tuple; ``None`` means one draw, shape ()."""
+    if size is None:
+        return ()
+    if isinstance(size, (numbers.Integral, np.integer)) and not isinstance(size, bool):
+        shape: tuple[Any, ...] = (size,)
+    else:
+        try:
+            shape = tuple(size)
+        except TypeError:
+            raise ValueError(f"size must be None, an int >= 0 or a tuple of them, got {size!r}") from None
+    for s in shape:
+        if not isinstance(s, (numbers.Integral, np.integer)) or isinstance(s, bool) or s < 0:
+            raise ValueError(f"size must be None, an int >= 0 or a tuple of them, got {size!r}")
+    return tuple(int(s) for s in shape)
+
+
+def as_rng(rng: Any = None) -> np.random.Generator:
+    """SPEC 7: accept a Generator, a seed, a SeedSequence or None."""
+    return np.random.default_rng(rng)
+
+
+@dataclass(frozen=True)
+class PrivacyClaim:
+    """What a mechanism promises: (epsilon, delta)-DP under a neighbour relation.
+
+    ``neighbours`` is one of :data:`NEIGHBOURS`. ``sensitivity`` records the sensitivity the
+    calibration assumed (of the utility or query), for reports; it is part of the claim because
+    the same noise is epsilon-DP for one sensitivity and not for a larger one.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    neighbours: str = "add_remove"
+    sensitivity: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        check_choice(self.neighbours, "neighbours", NEIGHBOURS)
+        if self.sensitivity is not None:
+            object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
+
+    @property
+    def pure(self) -> bool:
+        return self.delta == 0.0
+
+    def __str__(self) -> str:
+        d = "" if self.delta == 0 else f", delta={self.delta:g}"
+        s = "" if self.sensitivity is None else f", sensitivity={self.sensitivity:g}"
+        return f"({self.epsilon:g}{d})-DP, {self.neighbours} neighbours{s}"
+
+
+class Mechanism:
+    """Mixin for mechanism dataclasses (use with ``@dataclass(frozen=True)``).
+
+    Subclasses set ``name`` (via :func:`mechanisms.registry.register`), ``kind`` ("finite",
+    "real") and implement ``claim``, ``sample`` and ``example``.
+    """
+
+    name: ClassVar[str] = ""
+    #: "finite" (support/log_prob) or "real" (real-valued outputs, maybe with distribution()).
+    kind: ClassVar[str] = "real"
+
+    @property
+    def claim(self) -> PrivacyClaim:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def example(cls) -> tuple["Mechanism", Any]:  # pragma: no cover - abstract
+        """A small valid (mechanism, data) pair: used by ``dpharness list``, contract tests, audits."""
+        raise NotImplementedError
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters of this instance (what ``make`` would need to rebuild it)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]

@@ -1,0 +1,324 @@
+"""Exact output laws that mechanisms expose through ``distribution(data)``.
+
+Three shapes cover every continuous mechanism in dpharness, and the verifier's exact mode works on
+these shapes only (duck-typed by the ``law`` attribute):
+
+* :class:`PiecewiseDensity` (``law = "piecewise"``): a density on [edges[0], edges[-1]] that is
+  log-linear on each piece (exponential mechanism with piecewise-constant or piecewise-linear
+  utility). Piecewise-constant is the special case ``log_slope == 0``.
+* :class:`GridRunsLaw` (``law = "grid_runs"``): a distribution on a finite, equally spaced grid that
+  is uniform on runs of consecutive grid points (exponential mechanism on a discrete domain).
+* :class:`LocationScaleLaw` (``law = "location_scale"``): ``loc + scale * Z`` with Z standard
+  Laplace or Cauchy, optionally clipped to [lower, upper] (atoms at the bounds).
+
+All computations are in log space: piece masses are log-sum-exp normalised, never exponentiated
+from raw utilities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special, stats
+
+from .base import as_rng, check_size
+
+__all__ = ["PiecewiseDensity", "GridRunsLaw", "LocationScaleLaw", "log_expm1_ratio", "sample_index"]
+
+
+def log_expm1_ratio(z: np.ndarray) -> np.ndarray:
+    """log((e^z - 1) / z), stable for all real z (0 at z = 0).
+
+    The mass of exp(s t) on [0, w] is w * (e^{sw} - 1)/(sw); this is its log without overflow.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    out = np.zeros_like(z)
+    pos = z > 0
+    neg = z < 0
+    zp = z[pos]
+    out[pos] = zp + np.log(-np.expm1(-zp)) - np.log(zp)
+    zn = z[neg]
+    out[neg] = np.log(-np.expm1(zn)) - np.log(-zn)
+    return out
+
+
+def sample_index(log_p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Draw ``n`` indices with probabilities exp(log_p) (log_p need not be normalised).
+
+    Inverse CDF over log-normalised probabilities: O(k) set-up, O(log k) per draw. Entries with
+    log_p = -inf have probability exactly 0 and are never returned (searchsorted side='right' on a
+    non-decreasing cumulative sum skips zero-width steps).
+    """
+    log_p = np.asarray(log_p, dtype=np.float64)
+    p = np.exp(log_p - special.logsumexp(log_p))
+    c = np.cumsum(p)
+    c /= c[-1]
+    u = rng.random(n)
+    idx = np.searchsorted(c, u, side="right")
+    # u < 1 = c[-1] so idx <= k-1; guard against rounding in the cumulative sum anyway, mapping to
+    # the last index with positive probability.
+    last = int(np.flatnonzero(p > 0)[-1])
+    return np.minimum(idx, last)
+
+
+@dataclass(frozen=True, eq=False)
+class PiecewiseDensity:
+    """Density on [edges[0], edges[-1]], log-linear on each piece.
+
+    Piece j = [edges[j], edges[j+1]] has probability exp(log_mass[j]) and, inside, density
+    proportional to exp(log_slope[j] * (x - edges[j])). Zero-width pieces have log_mass -inf.
+    """
+
+    edges: np.ndarray
+    log_mass: np.ndarray
+    log_slope: np.ndarray
+
+    law = "piecewise"
+
+    @classmethod
+    def from_log_density(cls, edges: Any, log_left: Any, log_slope: Any | None = None) -> "PiecewiseDensity":
+        """Build from an unnormalised log density: ``log_left[j] + log_slope[j] * (x - edges[j])``.
+
+        Masses are computed as log_left + log(width) + log((e^{s w} - 1)/(s w)) and normalised
+        with log-sum-exp, so utilities times epsilon of any magnitude are safe.
+        """
+        e = np.asarray(edges, dtype=np.float64)
+        ll = np.asarray(log_left, dtype=np.float64)
+        s = np.zeros_like(ll) if log_slope is None else np.asarray(log_slope, dtype=np.float64)
+        if e.ndim != 1 or e.size < 2 or ll.shape != (e.size - 1,) or s.shape != ll.shape:
+            raise ValueError("edges must have one more entry than log_left/log_slope")
+        if np.any(np.diff(e) < 0) or not np.all(np.isfinite(e)):
+            raise ValueError("edges must be finite and non-decreasing")
+        w = np.diff(e)
+        with np.errstate(divide="ignore"):
+            lm = ll + np.log(w) + log_expm1_ratio(s * w)
+        lm[w == 0] = -np.inf
+        if not np.isfinite(lm).any():
+            raise ValueError("the density has no mass (every piece has zero width or -inf weight)")
+        lm = lm - special.logsumexp(lm)
+        return cls(edges=e, log_mass=lm, log_slope=s)
+
+    @property
+    def widths(self) -> np.ndarray:
+        return np.diff(self.edges)
+
+    def _piece(self, x: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(self.edges, x, side="right") - 1
+        return np.clip(j, 0, self.log_mass.size - 1)
+
+    def log_pdf(self, x: Any) -> np.ndarray:
+        """Log density at x (right-continuous at interior edges; -inf outside the range)."""
+        x = np.asarray(x, dtype=np.float64)
+        j = self._piece(x)
+        w = self.widths[j]
+        s = self.log_slope[j]
+        t = x - self.edges[j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = self.log_mass[j] + s * t - np.log(w) - log_expm1_ratio(s * w)
+        out = np.where((x < self.edges[0]) | (x > self.edges[-1]) | ~np.isfinite(self.log_mass[j]), -np.inf, out)
+        return out
+
+    def cdf(self, x: Any) -> np.ndarray:
+        """P[X <= x], exact."""
+        x = np.asarray(x, dtype=np.float64)
+        p = np.exp(self.log_mass)
+        before = np.concatenate(([0.0], np.cumsum(p)))
+        j = self._piece(x)
+        w = self.widths[j]
+        s = self.log_slope[j]
+        t = np.clip(x - self.edges[j], 0.0, w)
+        frac = _within_cdf(t, w, s)
+        out = before[j] + p[j] * frac
+        out = np.where(x < self.edges[0], 0.0, np.where(x >= self.edges[-1], 1.0, out))
+        return np.clip(out, 0.0, 1.0)
+
+    def sample(self, size: Any = None, rng: Any = None) -> np.ndarray:
+        """Exact draws: piece by inverse CDF on log masses, then inverse CDF inside the piece."""
+        shape = check_size(size)
+        rng = as_rng(rng)
+        n = int(np.prod(shape)) if shape else 1
+        j = sample_index(self.log_mass, n, rng)
+        u = rng.random(n)
+        w = self.widths[j]
+        s = self.log_slope[j]
+        t = _within_ppf(u, w, s)
+        x = self.edges[j] + t
+        x = np.clip(x, self.edges[j], self.edges[j + 1])
+        return x.reshape(shape) if shape else x[0]
+
+    def expected_abs_error(self, truth: float) -> float:
+        """E|X - truth| exactly, for piecewise-constant densities (reference.md §3)."""
+        if np.any(self.log_slope != 0):
+            raise NotImplementedError("expected_abs_error is implemented for piecewise-constant densities")
+        lo, hi = self.edges[:-1], self.edges[1:]
+        p = np.exp(self.log_mass)
+        t = float(truth)
+        inside = (lo <= t) & (t <= hi) & (hi > lo)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e_in = ((t - lo) ** 2 + (hi - t) ** 2) / (2 * (hi - lo))
+        e_out = np.abs((lo + hi) / 2 - t)
+        e = np.where(inside, e_in, e_out)
+        return float(np.sum(np.where(p > 0, p * e, 0.0)))
+
+
+def _within_cdf(t: np.ndarray, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """CDF at t of density ∝ exp(s t) on [0, w]: expm1(s t)/expm1(s w), stably."""
+    z = s * w
+    zt = s * t
+    out = np.empty_like(t, dtype=np.float64)
+    flat = np.abs(z) < 1e-12
+    pos = (z > 0) & ~flat
+    neg = (z < 0) & ~flat
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out[flat] = np.where(w[flat] > 0, t[flat] / w[flat], 1.0)
+        # s > 0: e^{s(t-w)} (1 - e^{-st}) / (1 - e^{-sw}) never overflows.
+        out[pos] = np.exp(zt[pos] - z[pos]) * np.expm1(-zt[pos]) / np.expm1(-z[pos])
+        out[neg] = np.expm1(zt[neg]) / np.expm1(z[neg])
+    return np.clip(out, 0.0, 1.0)
+
+
+def _within_ppf(u: np.ndarray, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_within_cdf` for u in [0, 1)."""
+    z = s * w
+    out = np.empty_like(u, dtype=np.float64)
+    flat = np.abs(z) < 1e-12
+    pos = (z > 0) & ~flat
+    neg = (z < 0) & ~flat
+    out[flat] = u[flat] * w[flat]
+    with np.errstate(divide="ignore", over="ignore"):
+        # s > 0: t = w + log(u + (1 - u) e^{-z}) / s  (no overflow for huge z).
+        out[pos] = w[pos] + np.log(u[pos] + (1 - u[pos]) * np.exp(-z[pos])) / s[pos]
+        # s < 0: t = log1p(u * expm1(z)) / s with expm1(z) in (-1, 0).
+        out[neg] = np.log1p(u[neg] * np.expm1(z[neg])) / s[neg]
+    return np.clip(out, 0.0, w)
+
+
+@dataclass(frozen=True, eq=False)
+class GridRunsLaw:
+    """Distribution on grid points ``origin + step * i`` that is uniform on runs.
+
+    Run r covers grid indices ``first[r] .. first[r] + count[r] - 1`` and has total probability
+    exp(log_mass[r]). The grid is never enumerated.
+    """
+
+    origin: float
+    step: float
+    first: np.ndarray
+    count: np.ndarray
+    log_mass: np.ndarray
+
+    law = "grid_runs"
+
+    @classmethod
+    def from_log_weights(cls, origin: float, step: float, first: Any, count: Any, log_point_weight: Any) -> "GridRunsLaw":
+        """Runs with an unnormalised log weight per grid point; run mass = log(count) + weight."""
+        first = np.asarray(first, dtype=np.int64)
+        count = np.asarray(count, dtype=np.int64)
+        lw = np.asarray(log_point_weight, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            lm = np.log(count.astype(np.float64)) + lw
+        lm[count == 0] = -np.inf
+        lm = lm - special.logsumexp(lm)
+        return cls(origin=float(origin), step=float(step), first=first, count=count, log_mass=lm)
+
+    def values(self, index: Any) -> np.ndarray:
+        return self.origin + self.step * np.asarray(index, dtype=np.float64)
+
+    def log_pmf(self, x: Any) -> np.ndarray:
+        """log P[X = x]; -inf for points off the grid or outside every run."""
+        x = np.asarray(x, dtype=np.float64)
+        k = np.rint((x - self.origin) / self.step)
+        on_grid = np.isclose(self.origin + self.step * k, x, rtol=0, atol=1e-9 * max(1.0, abs(self.step)))
+        k = k.astype(np.int64)
+        r = np.clip(np.searchsorted(self.first, k, side="right") - 1, 0, self.first.size - 1)
+        inside = on_grid & (k >= self.first[r]) & (k < self.first[r] + self.count[r])
+        with np.errstate(divide="ignore"):
+            lp = self.log_mass[r] - np.log(np.maximum(self.count[r], 1).astype(np.float64))
+        return np.where(inside, lp, -np.inf)
+
+    def cdf(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        p = np.exp(self.log_mass)
+        before = np.concatenate(([0.0], np.cumsum(p)))
+        k = np.floor((x - self.origin) / self.step + 1e-9).astype(np.int64)
+        r = np.searchsorted(self.first, k, side="right") - 1
+        rc = np.clip(r, 0, self.first.size - 1)
+        within = np.clip(k - self.first[rc] + 1, 0, self.count[rc])
+        frac = within / np.maximum(self.count[rc], 1)
+        out = np.where(r < 0, 0.0, before[rc] + p[rc] * frac)
+        return np.clip(out, 0.0, 1.0)
+
+    def sample(self, size: Any = None, rng: Any = None) -> np.ndarray:
+        shape = check_size(size)
+        rng = as_rng(rng)
+        n = int(np.prod(shape)) if shape else 1
+        r = sample_index(self.log_mass, n, rng)
+        off = rng.integers(0, self.count[r])
+        x = self.values(self.first[r] + off)
+        return x.reshape(shape) if shape else x[0]
+
+
+_NOISE = {"laplace": stats.laplace, "cauchy": stats.cauchy}
+
+
+@dataclass(frozen=True)
+class LocationScaleLaw:
+    """``loc + scale * Z``, Z standard Laplace or Cauchy, clipped to [lower, upper] if given.
+
+    With clipping, the output has atoms at ``lower`` (mass F(lower)) and ``upper`` (mass
+    1 - F(upper)) and the unclipped density strictly between them.
+    """
+
+    loc: float
+    scale: float
+    noise: str
+    lower: float | None = None
+    upper: float | None = None
+
+    law = "location_scale"
+
+    def __post_init__(self) -> None:
+        if self.noise not in _NOISE:
+            raise ValueError(f"noise must be one of {sorted(_NOISE)}, got {self.noise!r}")
+        if not (self.scale > 0 and np.isfinite(self.scale)):
+            raise ValueError(f"scale must be finite and > 0, got {self.scale!r}")
+
+    @property
+    def dist(self) -> Any:
+        return _NOISE[self.noise](loc=self.loc, scale=self.scale)
+
+    @property
+    def clipped(self) -> bool:
+        return self.lower is not None and self.upper is not None
+
+    def log_pdf(self, x: Any) -> np.ndarray:
+        """Log density of the continuous part (-inf outside (lower, upper) when clipped)."""
+        x = np.asarray(x, dtype=np.float64)
+        lp = self.dist.logpdf(x)
+        if self.clipped:
+            lp = np.where((x > self.lower) & (x < self.upper), lp, -np.inf)
+        return lp
+
+    def atom_log_mass(self) -> tuple[float, float]:
+        """(log P[X = lower], log P[X = upper]); (-inf, -inf) when not clipped."""
+        if not self.clipped:
+            return (-np.inf, -np.inf)
+        return float(self.dist.logcdf(self.lower)), float(self.dist.logsf(self.upper))
+
+    def cdf(self, x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        c = self.dist.cdf(x)
+        if self.clipped:
+            c = np.where(x < self.lower, 0.0, np.where(x >= self.upper, 1.0, c))
+        return c
+
+    def sample(self, size: Any = None, rng: Any = None) -> np.ndarray:
+        shape = check_size(size)
+        rng = as_rng(rng)
+        z = rng.laplace(size=shape) if self.noise == "laplace" else rng.standard_cauchy(size=shape)
+        x = self.loc + self.scale * z
+        if self.clipped:
+            x = np.clip(x, self.lower, self.upper)
+        return x

@@ -1,0 +1,231 @@
+"""The performance benchmark runs end to end, writes the documented JSON, and skips missing peers.
+
+No timed assertions: timings on a shared machine are noise. What is checked is the plumbing
+(schema, pairing of ratios, skip messages, figure), which is what rots when nobody runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from bench import peers as peers_mod
+from bench import perf
+
+# The smallest plan that still exercises every code path of the median/finite/verifier sections.
+TINY = replace(
+    perf.quick_plan(),
+    sections=("median", "finite", "verifier"),
+    median_ns=(200, 400),
+    median_draws=10,
+    finite_ks=(4, 16),
+    finite_size=300,
+    finite_repeats=2,
+    repeats=2,
+    min_repeats=1,
+    peer_draws=3,
+    budget=0.05,
+    peer_budget=0.3,
+    verifier_samples=(200,),
+)
+
+ENV_KEYS = {"cpu_model", "cpu_count", "numpy", "numpy_config", "peers", "versions", "git_commit",
+            "load_average", "python"}
+
+
+def _check_doc(doc: dict, path) -> None:
+    on_disk = json.loads(path.read_text())
+    assert on_disk["schema"] == perf.SCHEMA
+    assert on_disk["rows"] == json.loads(json.dumps(doc["rows"]))
+    assert ENV_KEYS <= set(on_disk["environment"])
+    assert on_disk["environment"]["numpy"] == np.__version__
+    assert set(on_disk["environment"]["peers"]) == set(peers_mod.PEER_PACKAGES)
+    for row in on_disk["rows"]:
+        assert set(row) == set(perf.ROW_FIELDS), row["name"]
+        assert row["section"] in perf.SECTIONS
+        assert isinstance(row["name"], str) and row["name"]
+        assert isinstance(row["n"], int) and row["n"] > 0
+        assert isinstance(row["size"], int) and row["size"] > 0
+        assert 1 <= row["repeats"]
+        assert 0 < row["seconds_min"] <= row["seconds"] <= row["seconds_max"]
+        if row["floor"] is not None:
+            assert row["floor_seconds"] > 0
+            assert 0 < row["ratio_to_floor_min"] <= row["ratio_to_floor"] <= row["ratio_to_floor_max"]
+        if row["peer"] is not None:
+            assert row["peer_seconds"] > 0 and row["peer_repeats"] >= 1
+            assert 0 < row["ratio_to_peer_min"] <= row["ratio_to_peer"] <= row["ratio_to_peer_max"]
+        if row["extrapolated"]:
+            assert row["measured_size"] < row["size"]
+    for s in on_disk["skipped"]:
+        assert set(s) == {"section", "name", "reason"} and s["reason"]
+
+
+def test_tiny_plan_end_to_end(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    doc = perf.run_bench(TINY, path)
+    _check_doc(doc, path)
+    out = capsys.readouterr().out
+    assert "== median ==" in out and "== finite ==" in out
+
+    rows = doc["rows"]
+    # both floors were timed at every n / k, whatever else is (not yet) available
+    for sec, ns, floors in (("median", TINY.median_ns, ("np.partition", "np.sort")),
+                            ("finite", TINY.finite_ks, ("gumbel_argmax", "rng.choice"))):
+        for n in ns:
+            names = {r["name"] for r in rows if r["section"] == sec and r["n"] == n}
+            assert set(floors) <= names, (sec, n, names)
+    # every dpharness median/finite row is paired with a floor; each (name, n) carries both floors
+    floor_names = {"np.partition", "np.sort", "gumbel_argmax", "rng.choice"}
+    for r in rows:
+        if r["name"] not in floor_names and r["section"] in ("median", "finite"):
+            assert r["floor"] in floor_names
+    # everything requested is either measured or reported as skipped with a reason
+    measured = {r["name"] for r in rows}
+    skipped = {s["name"] for s in doc["skipped"]}
+    expected = {"duff_median", "permute_and_flip", "exponential", "diffprivlib.tools.median",
+                "opendp.make_private_quantile", "pydp.laplacian.Median", "diffprivlib.Exponential",
+                "diffprivlib.PermuteAndFlip", "opendp.make_noisy_max"}
+    assert expected <= measured | skipped, expected - (measured | skipped)
+
+    png = path.with_name(path.stem + "_scaling.png")
+    assert doc["figure"] == str(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _hide(monkeypatch, *packages: str) -> None:
+    """Make ``import package[.anything]`` fail, even if an earlier test imported it."""
+    for mod in list(sys.modules):
+        if mod.split(".")[0] in packages:
+            monkeypatch.setitem(sys.modules, mod, None)
+    for pkg in packages:
+        for sub in ("", ".tools", ".mechanisms", ".prelude", ".algorithms", ".algorithms.laplacian"):
+            monkeypatch.setitem(sys.modules, pkg + sub, None)
+
+
+def test_missing_peers_are_skipped_with_install_hint(tmp_path, monkeypatch, capsys):
+    # Simulate a fresh clone without the extra: imports fail and no distribution is installed.
+    _hide(monkeypatch, "diffprivlib", "opendp", "pydp")
+    monkeypatch.setattr(peers_mod, "_version", lambda dist: None)
+
+    med, med_skip = peers_mod.median_peers(-1.0, 1.0, 1.0)
+    fin, fin_skip = peers_mod.finite_peers(1.0, 1.0)
+    assert med == [] and fin == []
+    assert {s.name for s in med_skip} == {"diffprivlib.tools.median", "opendp.make_private_quantile",
+                                         "pydp.laplacian.Median"}
+    assert {s.name for s in fin_skip} == {"diffprivlib.Exponential", "diffprivlib.PermuteAndFlip",
+                                         "opendp.make_noisy_max"}
+    for s in med_skip + fin_skip:
+        assert "not installed" in s.reason and "pip install -e '.[peers]'" in s.reason
+        assert str(s).startswith(f"{s.name}: skipped: ")
+
+    path = tmp_path / "nopeers.json"
+    doc = perf.run_bench(replace(TINY, sections=("median", "finite")), path)
+    _check_doc(doc, path)
+    assert all(r["peer"] is None for r in doc["rows"])
+    assert not any(r["name"].startswith(("diffprivlib", "opendp", "pydp")) for r in doc["rows"])
+    assert any(peers_mod.INSTALL_HINT in note for note in doc["notes"])
+    out = capsys.readouterr().out
+    assert "diffprivlib.tools.median: skipped: diffprivlib is not installed" in out
+
+
+def test_broken_peer_install_is_reported_not_raised(monkeypatch):
+    # Installed but failing to import (e.g. diffprivlib 0.6.6 with scikit-learn 1.9).
+    _hide(monkeypatch, "diffprivlib")
+    monkeypatch.setattr(peers_mod, "_version", lambda dist: "0.6.6")
+    _, skipped = peers_mod.median_peers(-1.0, 1.0, 1.0)
+    reason = {s.name: s.reason for s in skipped}["diffprivlib.tools.median"]
+    assert "installed but fails to import" in reason and "scikit-learn<1.9" in reason
+
+
+def test_ratios_are_paired_within_repetitions():
+    # Deterministic times: the floor is slow in rep 1 (a noisy neighbour); pairing must absorb it.
+    floor = perf._Impl("F", "floor", lambda s: None, 1)
+    impl = perf._Impl("M", "dpharness", lambda s: None, 100)
+    peer = perf._Impl("P", "peer", lambda s: None, 1)
+    impl.times = {0: 2.0, 1: 20.0, 2: 3.0}
+    impl.floor_times = {"F": {0: 1.0, 1: 10.0, 2: 1.0}}
+    peer.times = {0: 8.0, 2: 6.0}  # capped repeats: the peer missed rep 1
+    floor.times = {0: 1.0, 1: 10.0, 2: 1.0}
+    (row,) = perf._rows_for("median", 1000, impl, [floor], [peer])
+    assert row["seconds"] == 3.0 and row["seconds_min"] == 2.0 and row["seconds_max"] == 20.0
+    # per-rep ratios 2, 2, 3 -> median 2 (an unpaired median-of-times ratio would give 3 / 1 = 3)
+    assert row["ratio_to_floor"] == 2.0 and row["ratio_to_floor_max"] == 3.0
+    # only reps 0 and 2 are paired with the peer: ratios 0.25 and 0.5
+    assert row["ratio_to_peer"] == pytest.approx(0.375)
+    assert row["peer_repeats"] == 2 and row["peer_size"] == 1 and row["size"] == 100
+
+    rows = perf._rows_for("median", 1000, impl, [floor, perf._Impl("G", "floor", lambda s: None, 1)],
+                          [peer, perf._Impl("Q", "peer", lambda s: None, 1)])
+    assert [(r["floor"], r["peer"]) for r in rows] == [("F", "P"), ("F", "Q"), ("G", "P"), ("G", "Q")]
+    assert rows[2]["ratio_to_floor"] is None  # no pairs with G: reported as missing, not invented
+
+
+def test_probe_extrapolates_slow_implementations():
+    calls = []
+
+    def fn(s):  # cost proportional to s, deterministic (counts work, not time)
+        calls.append(s)
+        np.sort(np.random.default_rng(0).random(2000 * s))
+
+    impl = perf._Impl("slow", "dpharness", fn, 10**9)
+    assert perf._probe(impl, 1, budget=0.02, max_call=10.0) is None
+    assert 1 <= impl.measured_size < impl.size
+    assert math.isfinite(impl.predicted) and impl.predicted > 0
+
+    def broken(s):
+        raise RuntimeError("boom")
+
+    why = perf._probe(perf._Impl("broken", "dpharness", broken, 10), 1, 0.1, 10.0)
+    assert why == "error: RuntimeError: boom"
+
+
+def test_unknown_mechanism_is_a_skip_reason():
+    m, why = perf._make_mechanism("no_such_mechanism_xyz")
+    assert m is None and "not registered" in why
+
+
+def test_plan_from_cli_args():
+    import argparse
+
+    args = argparse.Namespace(quick=True, json=None, only=["median"], max_n=1000, repeats=2)
+    plan = perf._plan_from_args(args)
+    assert plan.quick and plan.sections == ("median",) and plan.median_ns == (1000,) and plan.repeats == 2
+    full = perf._plan_from_args(argparse.Namespace(quick=False, json=None))
+    assert full.median_ns == (10**3, 10**4, 10**5, 10**6, 10**7) and full.finite_size == 10**6
+    assert full.finite_ks == (10, 10**3, 10**5) and full.verifier_samples == (10**5, 10**6)
+
+
+@pytest.mark.slow
+def test_cli_quick_mode(tmp_path):
+    # What CI runs: the real --quick tier, every section, through the dpharness entry point.
+    from bench.cli import main
+
+    path = tmp_path / "quick.json"
+    assert main(["bench", "--quick", "--json", str(path)]) == 0
+    doc = json.loads(path.read_text())
+    _check_doc(doc, path)
+    assert doc["quick"] is True
+    assert {r["section"] for r in doc["rows"]} | {s["section"] for s in doc["skipped"]} == set(perf.SECTIONS)
+
+
+def test_median_goal_reads_the_largest_n():
+    def row(name, kind, n, ratio, floor="np.partition"):
+        r = {k: None for k in perf.ROW_FIELDS}
+        r.update(name=name, kind=kind, section="median", n=n, floor=floor, ratio_to_floor=ratio)
+        return r
+
+    rows = [row("duff_median", "dpharness", 10**6, 1.0), row("duff_median", "dpharness", 10**7, 3.0),
+            row("duff_median", "dpharness", 10**7, 0.5, floor="np.sort"),
+            row("ss", "dpharness", 10**7, 1.9), row("peer", "peer", 10**7, 90.0),
+            row("np.sort", "floor", 10**7, 6.0)]
+    goal = perf.median_goal(rows)
+    assert goal["n"] == 10**7
+    got = {g["name"]: (g["ratio_to_partition"], g["met"]) for g in goal["rows"]}
+    assert got == {"duff_median": (3.0, False), "ss": (1.9, True), "peer": (90.0, None)}
+    assert "MISSED by 1.5x" in perf.format_goal(goal)
+    assert perf.median_goal([]) is None

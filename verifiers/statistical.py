@@ -1,0 +1,386 @@
+"""Statistical audit of one dataset pair: select a witness on one split, certify it on fresh samples.
+
+Procedure (verifier.md principles 1-3, 6-7):
+
+1. Draw ``n_sel`` selection samples under each dataset.
+2. Build candidate events from them (:mod:`verifiers.events`) and score every (event, direction)
+   by the *predicted certified bound* :func:`selection_score`: the epsilon lower bound that the
+   certification split would give if it reproduced the selection frequencies (with a pseudo-count
+   of 0.5 on the denominator, so an event never seen under D' is not taken for certain). This
+   prefers events that are both lopsided and frequent enough to certify, instead of the largest
+   raw ratio (which is noise on rare events).
+3. Choose the best one, and the split of alpha between its two Clopper–Pearson bounds, from the
+   selection data only.
+4. Draw fresh certification samples -- Poisson(n_cert) of them under each dataset, so that the
+   event counts are exactly independent Poisson -- and certify the single chosen event:
+   pure claims: epsilon_LB = ln(pi_L / (1 - pi_L)), pi_L the exact Clopper–Pearson lower bound on
+   K1 / (K1 + K2) (exactly binomial given the total); (epsilon, delta) claims: Garwood's exact
+   Poisson bounds, epsilon_LB = ln((L1 - delta) / U2) and delta_LB = L1 - e^epsilon U2
+   (:mod:`verifiers.bounds`).
+
+Why this is sound for the whole search: every choice (pair, event, direction, alpha split) is a
+function of the selection samples, which are independent of the certification samples; given
+the choice, the certification is a single pre-registered test at level alpha (Bonferroni over the
+one certified candidate). Hence P[epsilon_LB > true epsilon] <= alpha whatever was searched.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from . import bounds
+from .events import Candidates, Event, finite_candidates, real_candidates
+from .verdict import Verdict, Witness, summarize
+
+__all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "seed_of", "stream", "draw",
+           "best_choice", "certify", "detectable_epsilon"]
+
+#: Fraction of the per-dataset samples used to select the witness (the rest certify it).
+DEFAULT_SELECTION = 0.3
+#: Grid of alpha splits (share of alpha given to the numerator's lower bound).
+ALPHA_SPLITS = np.round(np.arange(0.05, 0.951, 0.05), 2)
+
+
+# --------------------------------------------------------------------------------------------
+# seeds and sampling
+
+def seed_of(rng: Any) -> int:
+    """An integer seed that reproduces this audit: ints are kept, Generators give one draw,
+    ``None`` gives fresh OS entropy, a SeedSequence its entropy (when it has no spawn key)."""
+    if rng is None:
+        return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+    if isinstance(rng, (numbers.Integral, np.integer)) and not isinstance(rng, bool):
+        if int(rng) < 0:
+            raise ValueError(f"rng must be a non-negative seed, a Generator or None, got {rng!r}")
+        return int(rng)
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(0, 2**63 - 1))
+    if isinstance(rng, np.random.SeedSequence) and not rng.spawn_key:
+        return int(rng.entropy)  # type: ignore[arg-type]
+    if isinstance(rng, np.random.SeedSequence):
+        return int(rng.generate_state(2, np.uint64).astype(object).dot([1, 2**64]))
+    raise ValueError(f"rng must be None, a non-negative int, a SeedSequence or a numpy Generator, got {rng!r}")
+
+
+def stream(seed: int, *key: int) -> np.random.Generator:
+    """The Generator for one role of an audit (e.g. (pair, phase, side)), keyed, not positional."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
+
+
+SELECT, CERTIFY = 0, 1
+
+
+def draw(mechanism: Any, data: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` outputs of ``mechanism`` on ``data`` as a 1-D array (scalar outputs only)."""
+    out = np.asarray(mechanism.sample(data, size=n, rng=rng))
+    if out.ndim >= 2 and int(np.prod(out.shape[1:])) == 1:
+        out = out.reshape(out.shape[0])
+    if out.ndim != 1 or out.shape[0] != n:
+        raise ValueError(
+            f"mechanism.sample(data, size={n}) must return {n} scalar outputs (shape ({n},)), got shape {out.shape}")
+    if out.dtype.kind == "f" and np.isnan(out).any():
+        raise ValueError("mechanism returned NaN outputs; the verifier needs comparable output values")
+    return out
+
+
+def is_finite(mechanism: Any) -> bool:
+    return getattr(mechanism, "kind", "real") == "finite"
+
+
+# --------------------------------------------------------------------------------------------
+# selection
+
+#: One-sided level of the selection-split bounds that shrink candidate frequencies (see
+#: :func:`selection_score`); ``None`` = adaptive, :func:`shrink_level` of the number of candidates.
+SHRINK: float | None = None
+
+
+def shrink_level(n_candidates: int) -> float:
+    """Shrinkage level for a selection among ``n_candidates`` (event, direction) pairs:
+    0.5/sqrt(n), clipped to [1e-3, 0.25]. Few candidates (a finite mechanism with k = 2) need little
+    protection against the winner's curse; thousands of thresholds need a lot, though far less
+    than Bonferroni would suggest because neighbouring thresholds are strongly correlated."""
+    return float(min(0.25, max(1e-3, 0.5 / math.sqrt(max(n_candidates, 1)))))
+
+
+def selection_score(c_num: Any, c_den: Any, n_sel: int, n_cert: int, alpha: float, delta: float = 0.0,
+                    shrink: float | None = None) -> np.ndarray:
+    """Predicted certified bound of an event seen ``c_num`` times (numerator dataset) and ``c_den``
+    times (denominator dataset) in ``n_sel`` selection draws each.
+
+    The selection frequencies are first shrunk towards what they could plausibly be --
+    p_num = CP_lower(c_num, n_sel; shrink), p_den = CP_upper(c_den, n_sel; shrink) -- so that among
+    thousands of candidates the winner is not merely the luckiest rare event (winner's curse), and
+    an event never seen under D' is not taken for impossible. The score is the bound the
+    certification would give at the expected counts k = n_cert p: the conditional bound
+    ln(pi_L/(1 - pi_L)), pi_L = CP_lower(k_num, k_num + k_den; alpha), for pure claims;
+    ln((L(k_num)/n_cert - delta)/(U(k_den)/n_cert)) with Garwood bounds at alpha/2 each for
+    (epsilon, delta) claims (-inf when L <= delta). Increasing in ``c_num``, decreasing in
+    ``c_den``: the exact function the selection maximises (:mod:`verifiers.power` relies on it).
+    """
+    shrink = (SHRINK if SHRINK is not None else 0.1) if shrink is None else shrink
+    c_num = np.asarray(c_num, dtype=np.float64)
+    c_den = np.asarray(c_den, dtype=np.float64)
+    p_num = np.asarray(bounds.cp_lower(np.minimum(c_num, n_sel), n_sel, shrink))
+    p_den = np.asarray(bounds.cp_upper(np.minimum(c_den, n_sel), n_sel, shrink))
+    k1 = p_num * n_cert
+    k2 = p_den * n_cert
+    if delta == 0.0:
+        out = np.full(np.broadcast(k1, k2).shape, -np.inf)
+        k1b, k2b = np.broadcast_arrays(k1, k2)
+        ok = k1b > 0
+        if ok.any():
+            pl = np.asarray(bounds.cp_lower(k1b[ok], k1b[ok] + k2b[ok], alpha)).reshape(-1)
+            with np.errstate(divide="ignore"):
+                out[ok] = np.log(pl) - np.log1p(-pl)
+        return out
+    lo = np.asarray(bounds.poisson_lower(k1, alpha / 2)) / n_cert
+    up = np.asarray(bounds.poisson_upper(k2, alpha / 2)) / n_cert
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.log(np.maximum(lo - delta, 1e-300)) - np.log(up)
+    return np.where(lo - delta > 0, s, -np.inf)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The selected (event, direction) of one pair with its selection counts and score."""
+
+    score: float
+    event: Event
+    direction: str  # "d1>d2" or "d2>d1"
+    c1: int  # selection count under d1
+    c2: int  # selection count under d2
+    n_sel: int
+    shrink: float = 0.1
+
+
+EVENT_SETS = ("all", "thresholds")
+
+
+def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "all") -> Candidates:
+    if finite:
+        return finite_candidates(y1, y2)
+    return real_candidates(y1, y2, intervals=(events == "all"))
+
+
+def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float,
+                delta: float = 0.0, events: str = "all") -> Choice:
+    """Maximise :func:`selection_score` over every candidate event and both directions.
+
+    Only candidates more frequent under the numerator than under the denominator (and above delta)
+    can have a positive bound; the score is computed for those (ties: first in candidate order).
+    """
+    n_sel = int(y1.size)
+    cand = candidates_for(y1, y2, finite, events)
+    gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
+    best: Choice | None = None
+    for direction, num, den in (("d1>d2", cand.c1, cand.c2), ("d2>d1", cand.c2, cand.c1)):
+        keep = np.flatnonzero((num > den) & (num > delta * n_sel))
+        if keep.size == 0:
+            continue
+        s = selection_score(num[keep], den[keep], n_sel, n_cert, alpha, delta, shrink=gamma)
+        j = int(np.argmax(s))
+        if best is None or s[j] > best.score:
+            i = int(keep[j])
+            best = Choice(float(s[j]), cand.event(i), direction, int(cand.c1[i]), int(cand.c2[i]), n_sel, gamma)
+    if best is None:
+        # Nothing is more likely under one dataset: certify the most frequent event (bound 0).
+        i = int(np.argmax(cand.c1))
+        best = Choice(-math.inf, cand.event(i), "d1>d2", int(cand.c1[i]), int(cand.c2[i]), n_sel, gamma)
+    return best
+
+
+def alpha_split(choice: Choice, n_cert: int, alpha: float, delta: float = 0.0) -> tuple[float, float]:
+    """For (epsilon, delta) claims: split alpha between the numerator's lower and the denominator's
+    upper Garwood bound to maximise the predicted bound of the chosen event (selection data only, so
+    the split is pre-registered). Pure claims use one conditional bound: (alpha, 0)."""
+    if delta == 0.0:
+        return alpha, 0.0
+    num, den = (choice.c1, choice.c2) if choice.direction == "d1>d2" else (choice.c2, choice.c1)
+    n_sel = max(choice.n_sel, 1)
+    k1 = float(bounds.cp_lower(min(num, n_sel), n_sel, choice.shrink)) * n_cert
+    k2 = float(bounds.cp_upper(min(den, n_sel), n_sel, choice.shrink)) * n_cert
+    if k1 <= 0:
+        return alpha / 2, alpha / 2
+    w = ALPHA_SPLITS
+    lo = np.asarray(bounds.poisson_lower(np.full(w.size, k1), alpha * w)) / n_cert
+    up = np.asarray(bounds.poisson_upper(np.full(w.size, k2), alpha * (1 - w))) / n_cert
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(lo > delta, np.log(np.maximum(lo - delta, 1e-300)) - np.log(up), -np.inf)
+    j = int(np.argmax(sc))
+    return float(alpha * w[j]), float(alpha * (1 - w[j]))
+
+
+# --------------------------------------------------------------------------------------------
+# certification
+
+@lru_cache(maxsize=1024)
+def detectable_epsilon(n: float, alpha: float, epsilon: float, delta: float = 0.0, p_num: float = 0.5) -> float:
+    """Smallest loss ln((p_num - delta)/p_den) on an event of probability ``p_num`` that a
+    certification with n expected draws per dataset detects at the median counts (k = n p).
+
+    Bisection for the largest p_den whose certified bound (the same formula as the certification,
+    at alpha split evenly for delta > 0) still exceeds ``epsilon``.
+    """
+    if p_num <= delta:
+        return math.inf
+    k1 = p_num * n
+
+    def bound(p_den: float) -> float:
+        k2 = p_den * n
+        if delta == 0.0:
+            return float(bounds.conditional_epsilon_lower(k1, k2, alpha))
+        return float(bounds.poisson_epsilon_lower(k1, k2, n, alpha1=alpha / 2, alpha2=alpha / 2, delta=delta))
+
+    if bound(0.0) <= epsilon:
+        return math.inf
+    a, b = 0.0, p_num
+    for _ in range(60):
+        m = 0.5 * (a + b)
+        if bound(m) > epsilon:
+            a = m
+        else:
+            b = m
+    return math.log((p_num - delta) / a) if a > 0 else math.inf
+
+
+def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: Event, direction: str,
+            n_cert: int, alpha1: float, alpha2: float, seed: int, key: tuple[int, ...],
+            calls_so_far: int, pairs_tried: int, label: str = "", alpha: float) -> Verdict:
+    """Certify ``event`` in ``direction`` on Poisson(``n_cert``) fresh draws per dataset."""
+    claim = mechanism.claim
+    eps_c, dl_c = float(claim.epsilon), float(claim.delta)
+    sizes = stream(seed, *key, CERTIFY, 2).poisson(n_cert, size=2)
+    n1, n2 = int(sizes[0]), int(sizes[1])
+    y1 = draw(mechanism, d1, n1, stream(seed, *key, CERTIFY, 0)) if n1 else np.array([])
+    y2 = draw(mechanism, d2, n2, stream(seed, *key, CERTIFY, 1)) if n2 else np.array([])
+    k1, k2 = (event.count(y1) if n1 else 0), (event.count(y2) if n2 else 0)
+    num, den = (k1, k2) if direction == "d1>d2" else (k2, k1)
+    lam = float(n_cert)
+    if dl_c == 0.0:
+        eps_lb = float(bounds.conditional_epsilon_lower(num, den, alpha1))
+        dl_lb = 0.0
+        est = 0.0 if num == 0 else (math.inf if den == 0 else max(math.log(num / den), 0.0))
+    else:
+        eps_lb = float(bounds.poisson_epsilon_lower(num, den, lam, alpha1=alpha1, alpha2=alpha2, delta=dl_c))
+        dl_lb = float(bounds.poisson_delta_lower(num, den, lam, epsilon=eps_c, alpha1=alpha1, alpha2=alpha2))
+        p1, p2 = num / lam, den / lam
+        est = 0.0 if p1 <= dl_c else (math.inf if p2 == 0 else max(math.log((p1 - dl_c) / p2), 0.0))
+    violated = bool(eps_lb > eps_c)
+    sel_den = 0
+    if choice is not None:
+        sel_den = choice.c2 if direction == "d1>d2" else choice.c1
+    support = bool(violated and den == 0 and sel_den == 0)
+    w = Witness(d1=d1, d2=d2, direction=direction, event=event, counts=(k1, k2), samples=n_cert, seed=seed,
+                selection_counts=(choice.c1, choice.c2) if choice else (0, 0),
+                selection_samples=choice.n_sel if choice else 0, alpha_split=(alpha1, alpha2), pair_label=label,
+                draws=(n1, n2))
+    fields = dict(
+        epsilon_claimed=eps_c, delta_claimed=dl_c, epsilon_lower=eps_lb, epsilon_estimate=float(est),
+        delta_lower=dl_lb, violated=violated, witness=w, support_violation=support,
+        detectable_epsilon=detectable_epsilon(float(lam), float(alpha), eps_c, dl_c),
+        blind_delta=bounds.blind_delta(max(n_cert, 1), alpha), alpha=alpha,
+        calls=calls_so_far + n1 + n2, pairs_tried=pairs_tried, neighbours=claim.neighbours,
+    )
+    fields["summary"] = summarize(fields)
+    return Verdict(**fields)
+
+
+def check_samples(samples: Any, name: str = "samples", minimum: int = 2) -> int:
+    if not isinstance(samples, (numbers.Integral, np.integer)) or isinstance(samples, bool) or samples < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {samples!r}")
+    return int(samples)
+
+
+def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05, rng: Any = None,
+          event: Event | None = None, direction: str | None = None,
+          selection: float = DEFAULT_SELECTION, events: str = "all", check_pair: bool = True) -> Verdict:
+    """Certified lower bound on the privacy loss of ``mechanism`` between ``d1`` and ``d2``.
+
+    Parameters
+    ----------
+    mechanism
+        Anything with ``claim`` (a :class:`mechanisms.PrivacyClaim`) and
+        ``sample(data, size, rng)``; ``kind == "finite"`` switches to finite-output events.
+    d1, d2
+        Neighbouring datasets under ``mechanism.claim.neighbours`` (checked unless
+        ``check_pair=False``).
+    samples
+        Draws per dataset: ``round(selection * samples)`` for selection, then Poisson with mean
+        ``samples - n_sel`` for certification (so the total per dataset is ``samples`` on average;
+        the exact numbers are in ``Verdict.calls`` and ``witness.draws``).
+    alpha
+        Family-wise error: P[epsilon_lower > true epsilon] <= alpha.
+    rng
+        Seed, Generator, SeedSequence or None; the integer seed actually used is in the witness.
+    event, direction
+        Replay a known witness: certify this event with all samples (no selection). Without
+        ``direction`` both directions are certified at alpha/2 each (Bonferroni).
+    selection
+        Fraction of the samples used for selection (ignored when ``event`` is given).
+    events
+        Candidate events for real outputs: ``"all"`` (thresholds, atoms, intervals and their
+        complements) or ``"thresholds"`` (thresholds and atoms only: fewer candidates, and the
+        family :func:`verifiers.power.audit_power` can analyse). Finite outputs always use every
+        output and unions.
+
+    Returns
+    -------
+    Verdict
+        ``violated`` is True when the certified bound exceeds the claimed epsilon (for an
+        (epsilon, delta) claim: the bound at the claimed delta, equivalently a delta lower bound
+        above the claimed delta).
+    """
+    from .neighbours import check_neighbours
+
+    samples = check_samples(samples)
+    alpha = bounds.check_alpha(alpha)
+    if events not in EVENT_SETS:
+        raise ValueError(f"events must be one of {', '.join(EVENT_SETS)}, got {events!r}")
+    if not (0.0 < float(selection) < 1.0):
+        raise ValueError(f"selection must be in (0, 1), got {selection!r}")
+    if check_pair:
+        check_neighbours(d1, d2, mechanism.claim)
+    seed = seed_of(rng)
+    dl_c = float(mechanism.claim.delta)
+    if event is not None:
+        if direction is not None and direction not in ("d1>d2", "d2>d1"):
+            raise ValueError(f"direction must be 'd1>d2', 'd2>d1' or None, got {direction!r}")
+        if direction is not None:
+            a1, a2 = (alpha, 0.0) if dl_c == 0.0 else (alpha / 2, alpha / 2)
+            return certify(mechanism, d1, d2, choice=None, event=event, direction=direction, n_cert=samples,
+                           alpha1=a1, alpha2=a2, seed=seed, key=(0,), calls_so_far=0, pairs_tried=1, alpha=alpha)
+        # Both directions on the same certification samples, alpha/2 each (Bonferroni over 2).
+        a1, a2 = (alpha / 2, 0.0) if dl_c == 0.0 else (alpha / 4, alpha / 4)
+        vs = [certify(mechanism, d1, d2, choice=None, event=event, direction=dr, n_cert=samples,
+                      alpha1=a1, alpha2=a2, seed=seed, key=(0,), calls_so_far=0, pairs_tried=1,
+                      alpha=alpha) for dr in ("d1>d2", "d2>d1")]
+        best = max(vs, key=lambda v: v.epsilon_lower)
+        return _with_calls(best, sum(best.witness.draws))  # same draws serve both directions
+    n_sel = max(1, int(round(samples * float(selection))))
+    n_cert = samples - n_sel
+    if n_cert < 1:
+        raise ValueError(f"samples={samples} leaves no certification draws at selection={selection}")
+    finite = is_finite(mechanism)
+    y1 = draw(mechanism, d1, n_sel, stream(seed, 0, SELECT, 0))
+    y2 = draw(mechanism, d2, n_sel, stream(seed, 0, SELECT, 1))
+    ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=events)
+    a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)
+    return certify(mechanism, d1, d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=n_cert,
+                   alpha1=a1, alpha2=a2, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, alpha=alpha)
+
+
+def _with_calls(v: Verdict, calls: int) -> Verdict:
+    from dataclasses import replace
+
+    d = {f: getattr(v, f) for f in ("epsilon_claimed", "delta_claimed", "epsilon_lower", "epsilon_estimate",
+                                    "delta_lower", "violated", "witness", "support_violation",
+                                    "detectable_epsilon", "blind_delta", "alpha", "pairs_tried", "neighbours")}
+    d["calls"] = calls
+    return replace(v, calls=calls, summary=summarize(d))

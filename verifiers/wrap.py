@@ -1,0 +1,77 @@
+"""Turn any plain function into an auditable mechanism, without subclassing anything."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
+
+__all__ = ["wrap", "WrappedMechanism"]
+
+
+@dataclass(frozen=True, eq=False)
+class WrappedMechanism:
+    """A plain ``fn(data, size, rng) -> array`` with a declared privacy claim.
+
+    ``kind`` is ``"finite"`` when outputs come from a finite set (the verifier then uses every
+    output and unions of outputs as events) or ``"real"``. ``sample`` normalises ``rng`` (SPEC 7),
+    calls ``fn(data, n, rng)`` once for all ``n`` draws and checks that ``n`` outputs came back.
+    """
+
+    fn: Callable[[Any, int, np.random.Generator], Any] = field(repr=False)
+    claim: PrivacyClaim
+    kind: str = "real"
+    name: str = ""
+    attributes: dict = field(default_factory=dict)
+
+    def __getattr__(self, item: str) -> Any:
+        # Declared attributes (e.g. lower/upper bounds, candidates) for the pair generators.
+        attrs = self.__dict__.get("attributes", {})
+        if item in attrs:
+            return attrs[item]
+        raise AttributeError(item)
+
+    def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
+        shape = check_size(size)
+        n = int(np.prod(shape)) if shape else 1
+        out = np.asarray(self.fn(data, n, as_rng(rng)))
+        if out.shape[:1] != (n,) and not (n == 1 and out.ndim == 0):
+            raise ValueError(f"{self.name or 'fn'}(data, {n}, rng) must return {n} outputs, got shape {out.shape}")
+        out = out.reshape((n,) + out.shape[1:]) if out.ndim else out.reshape(1)
+        return out.reshape(shape + out.shape[1:]) if shape else out[0]
+
+    def params(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "claim": str(self.claim), **self.attributes}
+
+
+def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, delta: float = 0.0,
+         neighbours: str = "add_remove", kind: str = "real", sensitivity: float | None = None,
+         name: str = "", attributes: dict | None = None) -> WrappedMechanism:
+    """Make ``fn(data, size, rng) -> np.ndarray`` auditable by :func:`verifiers.audit` / ``search``.
+
+    Parameters
+    ----------
+    fn
+        Returns ``size`` independent releases on ``data`` as an array (sample axis first); ``rng``
+        is a :class:`numpy.random.Generator` (functions that cannot be seeded may ignore it, at the
+        cost of reproducibility).
+    epsilon, delta, neighbours, sensitivity
+        The claim to audit (a :class:`mechanisms.PrivacyClaim`; ``neighbours`` is one of
+        :data:`mechanisms.base.NEIGHBOURS`).
+    kind
+        ``"real"`` or ``"finite"`` (outputs from a finite set, e.g. an index).
+    name
+        Shown in reports.
+    attributes
+        Extra read-only attributes the pair generators use: ``lower``/``upper`` (data bounds
+        for record datasets), ``candidates`` (labels), ...
+    """
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {fn!r}")
+    check_choice(kind, "kind", ("real", "finite"))
+    claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity)
+    return WrappedMechanism(fn=fn, claim=claim, kind=kind, name=name or getattr(fn, "__name__", "fn"),
+                            attributes=dict(attributes or {}))
