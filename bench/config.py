@@ -532,6 +532,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     bad = 0
     for path in args.configs:
         try:
+            if "audits" in read_yaml(path):  # an audit config (dpharness audit): the verifier's loader
+                from verifiers.config import load_audit_config
+                from verifiers.runner import tasks_of
+
+                acfg = load_audit_config(path)
+                print(f"ok  {path}: {acfg.name} (audit, {len(tasks_of(acfg))} tasks, hash {acfg.hash})")
+                continue
             cfg = load_config(path)
             n_tasks = len(experiments.get(cfg.experiment).tasks(cfg.spec))
             extra = ""

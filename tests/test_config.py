@@ -228,7 +228,7 @@ def test_validate_command(tmp_path, capsys):
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_median_configs_validate(path):
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if raw.get("experiment", "median_accuracy") != "median_accuracy":
+    if "audits" in raw or raw.get("experiment", "median_accuracy") != "median_accuracy":
         pytest.skip("another kind's config (validated by its owner's tests)")
     cfg = load_config(path)
     assert cfg.name == path.stem
