@@ -339,6 +339,7 @@ def bench_medians(plan: Plan, report: _Report, log: Callable[[str], None]) -> No
          dict(lower=lo, upper=hi, epsilon=eps, noise="cauchy")),
         (f"smooth_sensitivity_median[laplace,delta={plan.ss_delta:g}]", "smooth_sensitivity_median",
          dict(lower=lo, upper=hi, epsilon=eps, noise="laplace", delta=plan.ss_delta)),
+        ("laplace_median_global", "laplace_median_global", dict(lower=lo, upper=hi, epsilon=eps)),
     ]
     mechs: list[tuple[str, Any]] = []
     for label, reg, params in specs:

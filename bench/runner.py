@@ -423,6 +423,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ConfigError, RunError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (NotADirectoryError, FileExistsError, PermissionError) as exc:
+        # --out pointing at a file, or an unwritable place: a usage error, not a crash.
+        print(f"error: cannot write the run folder: {exc.strerror}: {exc.filename} (check --out)", file=sys.stderr)
+        return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(res.summary.text)

@@ -52,6 +52,10 @@ def sample_index(log_p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
     non-decreasing cumulative sum skips zero-width steps).
     """
     log_p = np.asarray(log_p, dtype=np.float64)
+    if log_p.ndim != 1 or log_p.size == 0 or np.isnan(log_p).any() or np.isposinf(log_p).any():
+        raise ValueError("log_p must be a non-empty 1-d array of finite values or -inf")
+    if not np.isfinite(log_p).any():
+        raise ValueError("every index has probability 0 (log_p is -inf everywhere)")
     p = np.exp(log_p - special.logsumexp(log_p))
     c = np.cumsum(p)
     c /= c[-1]
@@ -91,9 +95,15 @@ class PiecewiseDensity:
             raise ValueError("edges must have one more entry than log_left/log_slope")
         if np.any(np.diff(e) < 0) or not np.all(np.isfinite(e)):
             raise ValueError("edges must be finite and non-decreasing")
+        if np.isnan(ll).any() or np.isnan(s).any() or np.isposinf(ll).any() or not np.isfinite(s).all():
+            raise ValueError("log_left must be finite or -inf and log_slope finite (got NaN or inf)")
         w = np.diff(e)
+        live = (w > 0) & np.isfinite(ll)
+        # Subtract the top level before adding log(width): the normalised masses then do not lose
+        # ~ulp(level) to a large common offset (epsilon * utility can be ~1e6).
+        top = float(np.max(ll[live])) if live.any() else 0.0
         with np.errstate(divide="ignore"):
-            lm = ll + np.log(w) + log_expm1_ratio(s * w)
+            lm = (ll - top) + np.log(w) + log_expm1_ratio(s * w)
         lm[w == 0] = -np.inf
         if not np.isfinite(lm).any():
             raise ValueError("the density has no mass (every piece has zero width or -inf weight)")
@@ -217,8 +227,18 @@ class GridRunsLaw:
         first = np.asarray(first, dtype=np.int64)
         count = np.asarray(count, dtype=np.int64)
         lw = np.asarray(log_point_weight, dtype=np.float64)
+        if lw.shape != first.shape or count.shape != first.shape:
+            raise ValueError("first, count and log_point_weight must have the same shape")
+        if np.isnan(lw).any() or np.isposinf(lw).any():
+            raise ValueError("log_point_weight must be finite or -inf (got NaN or +inf)")
+        if np.any(count < 0):
+            raise ValueError("count must be >= 0")
+        live = (count > 0) & np.isfinite(lw)
+        if not live.any():
+            raise ValueError("the law has no mass (every run is empty or has -inf weight)")
+        top = float(np.max(lw[live]))  # shift first: weights ~1e6 must not cost ulp(1e6) in the masses
         with np.errstate(divide="ignore"):
-            lm = np.log(count.astype(np.float64)) + lw
+            lm = np.log(count.astype(np.float64)) + (lw - top)
         lm[count == 0] = -np.inf
         lm = lm - special.logsumexp(lm)
         return cls(origin=float(origin), step=float(step), first=first, count=count, log_mass=lm)
@@ -284,6 +304,12 @@ class LocationScaleLaw:
             raise ValueError(f"noise must be one of {sorted(_NOISE)}, got {self.noise!r}")
         if not (self.scale > 0 and np.isfinite(self.scale)):
             raise ValueError(f"scale must be finite and > 0, got {self.scale!r}")
+        if not np.isfinite(self.loc):
+            raise ValueError(f"loc must be finite, got {self.loc!r}")
+        if (self.lower is None) != (self.upper is None):
+            raise ValueError("give both lower and upper (clipped law) or neither (unclipped law)")
+        if self.lower is not None and not (np.isfinite(self.lower) and np.isfinite(self.upper) and self.lower < self.upper):
+            raise ValueError(f"need finite lower < upper, got lower={self.lower!r}, upper={self.upper!r}")
 
     @property
     def dist(self) -> Any:

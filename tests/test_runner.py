@@ -215,6 +215,11 @@ def test_cli_run_prints_table_and_reports_config_errors(tmp_path, capsys):
     cfg.write_text(yaml.safe_dump(bad), encoding="utf-8")
     assert main(["run", str(cfg), "--out", str(tmp_path / "o")]) == 2
     assert f"{cfg}: datasets: must be >= 1, got 0" in capsys.readouterr().err
+    cfg.write_text(yaml.safe_dump(SMALL), encoding="utf-8")
+    a_file = tmp_path / "not_a_dir"
+    a_file.write_text("x", encoding="utf-8")
+    assert main(["run", str(cfg), "--out", str(a_file)]) == 2
+    assert "cannot write the run folder" in capsys.readouterr().err
 
 
 def test_progress_line():
