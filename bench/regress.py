@@ -722,6 +722,13 @@ def detectable_degradation(
     level = alpha / max(int(n_cells), 1)
     sign = 1.0 if lower_is_better else -1.0
     f = lambda d: _power(d, n, cv, level, tolerance, sign) - power  # noqa: E731
+    return _smallest_degradation(f, tolerance, lower_is_better)
+
+
+def _smallest_degradation(f: Any, tolerance: float, lower_is_better: bool = True) -> float:
+    """Root of the increasing power gap ``f`` above ``tolerance``: the smallest detectable
+    degradation; inf when even the largest possible one (100 % for a higher-is-better metric,
+    1e6 otherwise) does not reach the power."""
     if not lower_is_better:
         # a higher-is-better metric can lose at most 100 %
         hi = 1.0 - 1e-9
@@ -769,12 +776,7 @@ def paired_detectable_degradation(
 
     if mu <= 0:
         return math.inf
-    hi = tolerance + 1.0
-    while f(hi) < 0:
-        hi = 2 * hi + 1
-        if hi > 1e6:
-            return math.inf
-    return float(optimize.brentq(f, tolerance, hi, xtol=1e-6))
+    return _smallest_degradation(f, tolerance)
 
 
 def detectable_degradation_se(
@@ -803,12 +805,7 @@ def detectable_degradation_se(
         sd = math.hypot((1 + sign * d) * r, (1 + sign * tolerance) * r)
         return float(stats.norm.sf(z - (d - tolerance) / sd)) - power
 
-    hi = 1.0 - 1e-9 if not lower_is_better else tolerance + 1.0
-    while f(hi) < 0:
-        if not lower_is_better or hi > 1e6:
-            return math.inf
-        hi = 2 * hi + 1
-    return float(optimize.brentq(f, tolerance, hi, xtol=1e-6))
+    return _smallest_degradation(f, tolerance, lower_is_better)
 
 
 def simulate_detection(
