@@ -34,7 +34,8 @@ from .base import (
     check_epsilon,
     check_positive,
 )
-from .laws import LocationScaleLaw, PiecewiseDensity
+from .laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity
+from .medians import DOMAINS, Grid, _resolve_grid
 from .registry import register
 
 __all__ = [
@@ -143,12 +144,24 @@ class ContinuousExponential(Mechanism):
 
     Sampling is exact: piece by inverse CDF over log-masses, then inverse CDF inside the piece;
     stable for epsilon * utility ranges up to 1e6 and beyond.
+
+    Output domain (``domain``, ``step``; as for ``duff_median``): ``"continuous"`` (Lebesgue
+    measure, default) or a declared, data-independent grid -- ``"integers"`` or ``"grid"`` with
+    step h -- with counting measure on {lower + k h} ∩ [lower, upper] (lower = breakpoints[0] and
+    upper = breakpoints[-1] must be grid points; at most 2^53 points). Piece j then holds the grid
+    points v with breakpoints[j] <= v < breakpoints[j+1] (the last piece also holds upper; a
+    breakpoint within 1e-9 steps of a grid point counts as that point), so its mass is
+    count_j x exp(epsilon u_j / (2 Delta)): exact, O(m), the grid is never enumerated. The base
+    measure depends only on (breakpoints, step), never on the data. Discrete domains need
+    ``utility="constant"`` (a linear piece would need a geometric, not uniform, law per run).
     """
 
     epsilon: float
     breakpoints: tuple[float, ...]
     sensitivity: float = 1.0
     utility: str = "constant"
+    domain: str = "continuous"
+    step: float | None = None
 
     kind: ClassVar[str] = "real"
 
@@ -157,10 +170,36 @@ class ContinuousExponential(Mechanism):
         object.__setattr__(self, "breakpoints", _check_breakpoints(self.breakpoints))
         object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
         check_choice(self.utility, "utility", ("constant", "linear"))
+        check_choice(self.domain, "domain", DOMAINS)
+        _resolve_grid(self.domain, self.breakpoints[0], self.breakpoints[-1], self.step)
+        if self.step is not None:
+            object.__setattr__(self, "step", float(self.step))
+        if self.domain != "continuous" and self.utility != "constant":
+            raise ValueError(
+                f"domain={self.domain!r} needs utility='constant' (got utility={self.utility!r}): "
+                "linear pieces are supported on the continuous domain only"
+            )
 
     @property
     def claim(self) -> PrivacyClaim:
         return PrivacyClaim(self.epsilon, neighbours="score_linf", sensitivity=self.sensitivity)
+
+    @property
+    def grid(self) -> Grid | None:
+        """The discrete output domain, or None for the continuous one."""
+        return _resolve_grid(self.domain, self.breakpoints[0], self.breakpoints[-1], self.step)
+
+    def grid_pieces(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first, count): grid indices of the points of each piece (discrete domains only)."""
+        g = self.grid
+        if g is None:
+            raise ValueError("grid_pieces needs a discrete domain ('integers' or 'grid')")
+        t = (np.asarray(self.breakpoints[1:-1], dtype=np.float64) - g.lower) / g.step
+        r = np.rint(t)
+        on = np.abs(t - r) <= 1e-9 + 1e-14 * np.abs(t)
+        inner = np.where(on, r, np.ceil(t)).astype(np.int64)
+        k = np.concatenate(([0], inner, [g.size + 1]))
+        return k[:-1], np.diff(k)
 
     @property
     def lower(self) -> float:
@@ -193,11 +232,15 @@ class ContinuousExponential(Mechanism):
             raise ValueError(f"data (utility values) must be finite, found {bad!r}")
         return np.stack([u, u], axis=1) if self.utility == "constant" else u
 
-    def distribution(self, data: Any) -> PiecewiseDensity:
-        """The exact output law (log-linear on each piece)."""
+    def distribution(self, data: Any) -> PiecewiseDensity | GridRunsLaw:
+        """The exact output law (log-linear on each piece; GridRunsLaw on a discrete domain)."""
         u = self._utility(data)
         e = np.asarray(self.breakpoints)
         c = self.epsilon / (2.0 * self.sensitivity)
+        if self.domain != "continuous":
+            g = self.grid
+            first, count = self.grid_pieces()
+            return GridRunsLaw.from_log_weights(g.lower, g.step, first, count, c * u[:, 0])
         w = np.diff(e)
         log_left = c * u[:, 0]
         # slope of the log density: c * (u_right - u_left) / w; (c*u_right - c*u_left) first so
@@ -209,7 +252,9 @@ class ContinuousExponential(Mechanism):
         return self.distribution(data).sample(size, rng)
 
     def log_pdf(self, data: Any, x: Any) -> np.ndarray:
-        return self.distribution(data).log_pdf(x)
+        """Log density; on a discrete domain the log probability of each point."""
+        law = self.distribution(data)
+        return law.log_pmf(x) if isinstance(law, GridRunsLaw) else law.log_pdf(x)
 
     def cdf(self, data: Any, x: Any) -> np.ndarray:
         return self.distribution(data).cdf(x)

@@ -83,8 +83,11 @@ __all__ = [
 
 DOMAINS: tuple[str, ...] = ("continuous", "integers", "grid")
 
-#: Largest number of grid points a discrete domain may have.
-MAX_GRID_POINTS = 2**62
+#: Largest number of grid points a discrete domain may have. Grid indices and points pass through
+#: float64, which is exact for integers only up to 2^53: a larger grid would silently return wrong
+#: points (a 2^62-point integer grid mapped data at 3 to output 0), so the cap is 2^53, which is
+#: stricter than the 2^62 the issue asks to reject.
+MAX_GRID_POINTS = 2**53
 
 # The windowed sampler is used above this n; below it the full sort is as fast.
 _WINDOW_MIN_N = 4096
@@ -169,8 +172,10 @@ def _data(data: Any) -> np.ndarray:
 
 
 def _on_grid(v: float, h: float) -> bool:
+    # v / h is off by a few ulps at most (relative ~1e-16): tolerate 1e-9 steps plus that rounding,
+    # not a relative 1e-9 (which accepted lower = 1e10 + 0.5 as an integer).
     r = v / h
-    return abs(r - round(r)) <= 1e-9 * max(1.0, abs(r))
+    return math.isfinite(r) and abs(r - round(r)) <= 1e-9 + 1e-14 * abs(r)
 
 
 def _resolve_grid(domain: str, lower: float, upper: float, step: Any) -> Grid | None:
@@ -190,16 +195,17 @@ def _resolve_grid(domain: str, lower: float, upper: float, step: Any) -> Grid | 
         h = float(step)
         if h <= 0:
             raise ValueError(f"step must be > 0, got {step!r}")
+    m_float = (upper - lower) / h
+    # the exact integer count: m_float + 1 rounds 2^53 + 1 down to 2^53 in float64
+    if not (math.isfinite(m_float) and int(round(m_float)) + 1 <= MAX_GRID_POINTS):
+        raise ValueError(
+            f"the grid has {m_float + 1:.4g} points (lower={lower!r}, upper={upper!r}, step={h!r}); "
+            f"at most 2^53 are supported (grid indices must be exact in float64; so never more than 2^62)"
+        )
     for v, nm in ((lower, "lower"), (upper, "upper")):
         if not _on_grid(v, h):
             what = "an integer" if domain == "integers" else f"a multiple of step={h!r}"
             raise ValueError(f"{nm} must be on the grid ({what}) for domain={domain!r}, got {nm}={v!r}")
-    m_float = (upper - lower) / h
-    if not m_float + 1 <= MAX_GRID_POINTS:
-        raise ValueError(
-            f"the grid has {m_float + 1:.4g} points (lower={lower!r}, upper={upper!r}, step={h!r}); "
-            f"at most 2^62 are supported"
-        )
     return Grid(lower=float(lower), step=h, size=int(round(m_float)))
 
 
@@ -390,7 +396,7 @@ class DuffMedian(_Duff):
         not be DP; the grid depends on (lower, upper, step) only. On a discrete domain records are
         snapped to the nearest grid point (ties up) after clipping: a data-independent transform.
     step : float, optional
-        Grid step h for ``domain="grid"`` (lower and upper must be multiples of h; at most 2^62
+        Grid step h for ``domain="grid"`` (lower and upper must be multiples of h; at most 2^53
         points). ``integers`` means h = 1.
     """
 
