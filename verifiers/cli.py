@@ -128,6 +128,22 @@ def run_audit(cfg, *, jobs: int = 1, out: str | Path | None = None, verbose: boo
     return (1 if problems else 0), run_dir
 
 
+def _unavailable_peers(cfg) -> str:
+    """'' when every peer library the config audits imports; else a message with the install hint
+    (checked before any task runs, so a missing extra is one clear line, not a run of failures)."""
+    from .peers import PeerUnavailable, build
+
+    for a in cfg.audits:
+        if "peer" not in a.mechanism:
+            continue
+        params = {k: v for k, v in a.mechanism.items() if k != "peer"}
+        try:
+            build(a.mechanism["peer"], **params)
+        except PeerUnavailable as exc:
+            return f"audit {a.id!r} needs a peer library that is not installed: {exc}"
+    return ""
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Entry point of ``dpharness audit``."""
     from .config import ConfigError, load_audit_config
@@ -136,6 +152,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         cfg = load_audit_config(args.config, quick=bool(getattr(args, "quick", False)), seed=getattr(args, "seed", None))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    missing = _unavailable_peers(cfg)
+    if missing:
+        print(f"error: {args.config}: {missing}", file=sys.stderr)
         return 2
     jobs = int(getattr(args, "jobs", 1) or 1)
     if jobs < 1:

@@ -59,7 +59,14 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
             "draws_per_dataset_max": int(g["draws_per_dataset"].max()) if "draws_per_dataset" in g else 0,
             "seconds": float(g["seconds"].sum()),
         })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+#: Columns of :func:`summarize` (also when no task succeeded: the table is then empty, not columnless).
+SUMMARY_COLUMNS = ["audit", "mechanism", "expect", "samples", "repeats", "violations", "epsilon_claimed",
+                   "delta_claimed", "true_epsilon", "exact_epsilon", "exact_delta", "epsilon_lower_median",
+                   "epsilon_lower_min", "epsilon_lower_max", "epsilon_estimate_median", "delta_lower_median",
+                   "support_violations", "calls_max", "draws_per_dataset_max", "seconds"]
 
 
 def judge(cfg: AuditConfig, results: pd.DataFrame, table: pd.DataFrame, exact: list[dict]) -> list[str]:
@@ -135,9 +142,14 @@ def evaluate_targets(targets: tuple[TargetSpec, ...], results: pd.DataFrame, tab
                 tot_v, tot_n = tot_v + v, tot_n + n
                 parts.append(f"{aid} {v}/{n}")
             pooled = tot_v / tot_n if tot_n else math.nan
+            within = met
             met &= bool(tot_n) and pooled <= float(t.max)
-            measured = (f"pooled {tot_v}/{tot_n} = {pooled:.3f}; each control within the sound-test binomial "
-                        f"bound: {'yes' if met else 'no'} ({', '.join(parts)})")
+            rates = [(int(ok[ok["audit"] == a]["violated"].astype(bool).sum()) / max(len(ok[ok["audit"] == a]), 1), a)
+                     for a in t.audits]
+            worst = max(rates) if rates else (math.nan, "")
+            measured = (f"pooled {tot_v}/{tot_n} = {pooled:.3f}; highest single control {worst[0]:.3f} ({worst[1]}); "
+                        f"each control within the sound-test binomial bound: {'yes' if within else 'no'} "
+                        f"({', '.join(parts)})")
         else:
             g = ok[ok["audit"] == t.audit]
             if t.samples is not None:
