@@ -8,10 +8,12 @@ kept, and the reported ratio is the median of those per-repetition ratios (min/m
 
 What is measured (see issue 8):
 
-* ``median``   -- median mechanisms on one N(0, 1) dataset of n records, ``draws`` draws per call,
-  against the floors ``np.partition(x, n // 2)`` and ``np.sort(x)`` and against peer medians
-  (diffprivlib, OpenDP, python-dp; one release per call, so ``ratio_to_peer`` compares our
-  ``draws`` releases with *one* peer release -- the conservative direction).
+* ``median``   -- median mechanisms (``duff_median``, ``smooth_sensitivity_median`` with Cauchy
+  and with Laplace noise, ``laplace_median_global``) on one N(0, 1) dataset of n records,
+  ``draws`` draws per call, against the floors ``np.partition(x, n // 2)`` and ``np.sort(x)``
+  and against peer medians (diffprivlib, OpenDP, python-dp; one release per call, so
+  ``ratio_to_peer`` compares our ``draws`` releases with *one* peer release -- the conservative
+  direction).
 * ``finite``   -- selection over k candidates, ``size`` draws, against the floors
   ``rng.gumbel(size=(chunk, k)).argmax(axis=1)`` and ``rng.choice(k, size, p=p)`` and against
   per-draw peers. Implementations too slow for ``size`` draws within the time budget are timed
@@ -118,8 +120,11 @@ class Plan:
 
 
 def full_plan() -> Plan:
-    """Issue 8's sizes: n = 1e3..1e7, k = 10..1e5 at 1e6 draws, Table 1 at jobs 1 and 2."""
-    return Plan()
+    """Issue 8's sizes: n = 1e3..1e7, k = 10..1e5 at 1e6 draws, Table 1 at jobs 1 and 2.
+
+    Table 1 is repeated 3 times (a run takes ~1-3 s; one run on a shared machine is noise).
+    """
+    return Plan(table1_repeats=3)
 
 
 def quick_plan() -> Plan:
@@ -883,7 +888,8 @@ def plot_scaling(rows: list[dict[str, Any]], path: pathlib.Path) -> pathlib.Path
     return path
 
 
-GOAL_RATIO = 2.0  # issue 8: every dpharness median within 2x of np.partition at the largest n
+GOAL_RATIO = 2.0  # issue 8: every dpharness median within 2x of np.partition ...
+GOAL_N = 10**7  # ... at n = 1e7 (at small n, fixed per-call costs dominate: not assessed there)
 
 
 def median_goal(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -893,25 +899,32 @@ def median_goal(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not med:
         return None
     n = max(r["n"] for r in med)
+    assessed = n >= GOAL_N
     seen: dict[str, dict[str, Any]] = {}
     for r in med:
         if r["n"] == n and r["name"] not in seen:
+            met = r["ratio_to_floor"] <= GOAL_RATIO if r["kind"] == "dpharness" and assessed else None
             seen[r["name"]] = {"name": r["name"], "kind": r["kind"], "ratio_to_partition": r["ratio_to_floor"],
-                               "met": r["ratio_to_floor"] <= GOAL_RATIO if r["kind"] == "dpharness" else None}
-    return {"n": n, "goal_ratio": GOAL_RATIO, "rows": list(seen.values())}
+                               "met": met}
+    return {"n": n, "goal_ratio": GOAL_RATIO, "goal_n": GOAL_N, "assessed": assessed,
+            "rows": list(seen.values())}
 
 
 def format_goal(goal: dict[str, Any] | None) -> str:
     if not goal:
         return ""
+    assessed = goal.get("assessed", True)
     lines = [f"goal: every dpharness median within {goal['goal_ratio']:g}x of np.partition at n={goal['n']:g}"
-             + ("" if goal["n"] >= 10**7 else " (the goal is stated at n=1e7; at small n fixed per-call costs dominate)")]
+             + ("" if assessed else f" -- not assessed: the goal is stated at n={goal.get('goal_n', GOAL_N):g} "
+                "(at small n fixed per-call costs dominate); ratios shown for information")]
     for g in goal["rows"]:
         r = g["ratio_to_partition"]
-        if g["kind"] == "dpharness":
-            verdict = "met" if g["met"] else f"MISSED by {r / goal['goal_ratio']:.2g}x"
-        else:
+        if g["kind"] != "dpharness":
             verdict = "peer"
+        elif not assessed:
+            verdict = "n/a"
+        else:
+            verdict = "met" if g["met"] else f"MISSED by {r / goal['goal_ratio']:.2g}x"
         lines.append(f"  {g['name']:<48} {_fmt_r(r):>8}  {verdict}")
     return "\n".join(lines)
 

@@ -143,10 +143,11 @@ def evaluate_targets(targets: tuple[TargetSpec, ...], results: pd.DataFrame, tab
                 parts.append(f"{aid} {v}/{n}")
             pooled = tot_v / tot_n if tot_n else math.nan
             within = met
-            met &= bool(tot_n) and pooled <= float(t.max)
             rates = [(int(ok[ok["audit"] == a]["violated"].astype(bool).sum()) / max(len(ok[ok["audit"] == a]), 1), a)
                      for a in t.audits]
             worst = max(rates) if rates else (math.nan, "")
+            # verifier.md T1 asks for <= max on *every* control, not only pooled.
+            met &= bool(tot_n) and pooled <= float(t.max) and worst[0] <= float(t.max)
             measured = (f"pooled {tot_v}/{tot_n} = {pooled:.3f}; highest single control {worst[0]:.3f} ({worst[1]}); "
                         f"each control within the sound-test binomial bound: {'yes' if within else 'no'} "
                         f"({', '.join(parts)})")
