@@ -187,6 +187,7 @@ def median_peers(
             skipped.append(Skipped(name, f"could not build the measurement: {type(exc).__name__}: {exc}"))
         else:
             def run_odp(x: Any, draws: int, rng: np.random.Generator) -> np.ndarray:
+                x = np.array(x, dtype=float)  # a writable copy: OpenDP rejects read-only arrays
                 return np.array([meas(x) for _ in range(draws)], dtype=float)
 
             peers.append(PeerImpl(name, f"opendp {_version('opendp')}", _quiet(run_odp),
@@ -260,7 +261,7 @@ def finite_peers(epsilon: float, sensitivity: float) -> tuple[list[PeerImpl], li
             skipped.append(Skipped(name, f"could not build the measurement: {type(exc).__name__}: {exc}"))
         else:
             def run_odp(scores: Any, draws: int, rng: np.random.Generator) -> np.ndarray:
-                s = np.asarray(scores, dtype=float)
+                s = np.array(scores, dtype=float)  # a writable copy: OpenDP rejects read-only arrays
                 return np.array([meas(s) for _ in range(draws)], dtype=np.int64)
 
             peers.append(PeerImpl(name, f"opendp {_version('opendp')}", _quiet(run_odp),
