@@ -1235,7 +1235,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
               f"power {a.power:g}")
         with pd.option_context("display.width", 200, "display.max_rows", 500):
             print(t.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-        print(f"detectable degradation, re-run with another seed (Welch): {t['detectable_pct'].min():.1f}% (most "
+        test = "z-test on the Monte Carlo means" if (t["n"] == 1).all() else "Welch"
+        print(f"detectable degradation, re-run with another seed ({test}): {t['detectable_pct'].min():.1f}% (most "
               f"sensitive cell) to {t['detectable_pct'].max():.1f}% (least sensitive); median {t['detectable_pct'].median():.1f}%")
         if "paired_detectable_pct" in t:
             print(f"detectable degradation, same seed (paired): {t['paired_detectable_pct'].min():.1f}% to "

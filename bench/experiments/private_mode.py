@@ -22,6 +22,15 @@ The run reports, per mechanism,
   and P[selected = true mode], and their Monte Carlo estimates from ``loss_draws`` draws (CLT
   interval in the figure, Hoeffding bound for pass/fail).
 
+For ``dpharness regress`` (bench/regress.py) the two loss rows of a (mechanism, eps) also carry a
+lower-is-better error and its Monte Carlo standard error: ``mc_error`` = the utility loss, or
+1 - P[selected = mode] on the ``p_mode`` row, and ``mc_error_se`` (sample sd / sqrt(draws)). A cell
+is (what, mechanism, epsilon, draws, category, metric), one row each, compared by a z-test on the
+two means (:func:`describe_results`); frequency rows carry no ``mc_error`` and are not compared.
+The z-test needs many draws *off* the degenerate value: cells whose every draw selects the mode
+(large eps) have SE 0, and then any miss in a re-run with another seed is a regression, so a
+regression config uses epsilons where the mode is missed often (configs/regress_private_mode.yaml).
+
 Config keys: ``dataset``, ``column``, ``categories`` (codes; defaults known for anes96 PID/educ and
 fair religious/occupation), ``labels`` (display names, optional), ``mechanisms`` (list of
 ``{label, name, params}``), ``epsilons``, ``frequency_epsilons``, ``frequency_draws``,
@@ -30,6 +39,7 @@ fair religious/occupation), ``labels`` (display names, optional), ``mechanisms``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,10 +54,14 @@ from bench.tasks import Summary, Task, make_key
 
 from ._textbook import clopper_pearson, hoeffding_radius, md_table, mean_interval, new_figure, ok_rows, save
 
-__all__ = ["ModeSpec", "parse", "tasks", "run_task", "summarize", "plot", "KNOWN_COLUMNS"]
+__all__ = ["ModeSpec", "parse", "tasks", "run_task", "summarize", "plot", "describe_results", "KNOWN_COLUMNS"]
 
-CELL_COLUMNS = ["what", "mechanism", "epsilon", "draws", "category"]
-METRIC = "mc_value"
+#: Cells for the regression checker: ``metric`` tells a loss row's utility_loss from its p_mode.
+CELL_COLUMNS = ["what", "mechanism", "epsilon", "draws", "category", "metric"]
+#: Lower-is-better Monte Carlo error of a loss row (utility loss; 1 - P[mode]) and its standard error.
+METRIC = "mc_error"
+SE_COLUMN = "mc_error_se"
+LOWER_IS_BETTER = True
 
 #: Declared category codes (from the datasets' documentation) and their names.
 KNOWN_COLUMNS: dict[tuple[str, str], dict[float, str]] = {
@@ -240,12 +254,23 @@ def run_task(spec: ModeSpec, task: Task, rng: np.random.Generator) -> list[dict]
     clo, chi = clopper_pearson(hits, spec.loss_draws, 1 - spec.alpha / spec.n_checks)
     radius = hoeffding_radius(float(counts.max() - counts.min()), spec.loss_draws, spec.alpha / spec.n_checks)
     base = {"what": "loss", "mechanism": label, "epsilon": eps, "draws": spec.loss_draws}
+    p_hat = hits / spec.loss_draws
+    # the regression checker's columns (appended, so the columns above keep their order): the SE is
+    # the sample sd / sqrt(draws), of the loss and of the indicator "selected a mode"
+    p_se = math.sqrt(p_hat * (1.0 - p_hat) / (spec.loss_draws - 1))
     return [
         {**base, "metric": "utility_loss", "mc_value": m, "mc_lo": lo, "mc_hi": hi, "exact": e_loss,
-         "consistent": bool(abs(m - e_loss) <= radius)},
-        {**base, "metric": "p_mode", "mc_value": hits / spec.loss_draws, "mc_lo": float(plo), "mc_hi": float(phi),
-         "exact": e_mode, "consistent": bool(clo <= e_mode <= chi)},
+         "consistent": bool(abs(m - e_loss) <= radius), "mc_error": m, "mc_error_se": se},
+        {**base, "metric": "p_mode", "mc_value": p_hat, "mc_lo": float(plo), "mc_hi": float(phi),
+         "exact": e_mode, "consistent": bool(clo <= e_mode <= chi), "mc_error": 1.0 - p_hat, "mc_error_se": p_se},
     ]
+
+
+def describe_results(spec: ModeSpec) -> dict[str, Any]:
+    """For manifest.json and the regression checker: one row per cell (a Monte Carlo mean over
+    ``loss_draws`` independent draws) with its standard error, lower is better."""
+    return {"cell_columns": list(CELL_COLUMNS), "metric": METRIC, "se_column": SE_COLUMN,
+            "lower_is_better": LOWER_IS_BETTER}
 
 
 def summarize(spec: ModeSpec, results: pd.DataFrame) -> Summary:
