@@ -85,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished tasks are saved, re-run the same command to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # output piped into `head` and closed early: not an error of ours
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -193,9 +193,12 @@ class PrivacyClaim:
         return self.delta == 0.0
 
     def __str__(self) -> str:
-        d = "" if self.delta == 0 else f", delta={self.delta:g}"
+        if self.delta == 0:
+            head = f"epsilon={self.epsilon:g} (pure DP)"
+        else:
+            head = f"(epsilon={self.epsilon:g}, delta={self.delta:g})-DP"
         s = "" if self.sensitivity is None else f", sensitivity={self.sensitivity:g}"
-        return f"({self.epsilon:g}{d})-DP, {self.neighbours} neighbours{s}"
+        return f"{head}, {self.neighbours} neighbours{s}"
 
 
 class Mechanism:
