@@ -103,6 +103,21 @@ def _check_breakpoints(breakpoints: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in b)
 
 
+def _last_index_at_most(g: Grid, y: np.ndarray) -> np.ndarray:
+    """Largest k in [-1, g.size] with g.values(k) <= y (-1: none), exactly on the float grid
+    values: a floor estimate, corrected against the values themselves."""
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        k = np.floor(np.clip((y - g.lower) / g.step, -1.0, float(g.size))).astype(np.int64)
+    for _ in range(64):
+        up = (k < g.size) & (g.values(np.minimum(k + 1, g.size)) <= y)
+        down = (k >= 0) & ~up & (g.values(np.maximum(k, 0)) > y)
+        if not (up.any() or down.any()):
+            break
+        k = k + up - down
+    return k
+
+
 def _check_scalar(x: Any, name: str) -> float:
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -114,6 +129,26 @@ def _check_scalar(x: Any, name: str) -> float:
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {x!r}")
     return v
+
+
+def _grid_linear_weights(
+    edges: np.ndarray, g: Grid, first: np.ndarray, count: np.ndarray, left: np.ndarray, right: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(log weight of the first point, log ratio) of each run for a log weight that is linear on
+    each piece, from ``left`` at edges[j] to ``right`` at edges[j+1].
+
+    The end points' positions lambda in the piece are clamped to [0, 1], so every weight is a
+    convex combination of left[j] and right[j] (see :class:`ContinuousExponential`).
+    """
+    lo, w = edges[:-1], np.diff(edges)
+    last = first + np.maximum(count - 1, 0)
+    lam0 = np.clip((g.values(first) - lo) / w, 0.0, 1.0)
+    lam1 = np.clip((g.values(last) - lo) / w, 0.0, 1.0)
+    d = right - left
+    a = left + lam0 * d
+    steps = np.maximum(count - 1, 1).astype(np.float64)
+    rho = np.where(count > 1, d * ((lam1 - lam0) / steps), 0.0)
+    return a, rho
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,8 +187,16 @@ class ContinuousExponential(Mechanism):
     points v with breakpoints[j] <= v < breakpoints[j+1] (the last piece also holds upper; a
     breakpoint within 1e-9 steps of a grid point counts as that point), so its mass is
     count_j x exp(epsilon u_j / (2 Delta)): exact, O(m), the grid is never enumerated. The base
-    measure depends only on (breakpoints, step), never on the data. Discrete domains need
-    ``utility="constant"`` (a linear piece would need a geometric, not uniform, law per run).
+    measure depends only on (breakpoints, step), never on the data.
+
+    With ``utility="linear"`` on a grid, the points v_0 < ... < v_{n-1} of piece j get the linear
+    utility at lambda_i = (v_i - breakpoints[j]) / width_j, clamped to [0, 1] at the two end points
+    (a breakpoint snapped to a grid point within 1e-9 steps may leave an end point a hair outside
+    its piece); the points in between are interpolated linearly, so the log weights
+    epsilon u(v_i) / (2 Delta) = a_j + rho_j i form a geometric run (exact law:
+    :class:`~mechanisms.laws.GridRunsLaw` with ``log_ratio``; O(m) again). Every utility value used
+    is a convex combination of data[j, 0] and data[j, 1], so it moves by at most Delta when the
+    data does: the epsilon-DP guarantee holds on the grid exactly as on the continuum.
     """
 
     epsilon: float
@@ -174,11 +217,6 @@ class ContinuousExponential(Mechanism):
         _resolve_grid(self.domain, self.breakpoints[0], self.breakpoints[-1], self.step)
         if self.step is not None:
             object.__setattr__(self, "step", float(self.step))
-        if self.domain != "continuous" and self.utility != "constant":
-            raise ValueError(
-                f"domain={self.domain!r} needs utility='constant' (got utility={self.utility!r}): "
-                "linear pieces are supported on the continuous domain only"
-            )
 
     @property
     def claim(self) -> PrivacyClaim:
@@ -240,7 +278,10 @@ class ContinuousExponential(Mechanism):
         if self.domain != "continuous":
             g = self.grid
             first, count = self.grid_pieces()
-            return GridRunsLaw.from_log_weights(g.lower, g.step, first, count, c * u[:, 0])
+            if self.utility == "constant":
+                return GridRunsLaw.from_log_weights(g.lower, g.step, first, count, c * u[:, 0])
+            a, rho = _grid_linear_weights(e, g, first, count, c * u[:, 0], c * u[:, 1])
+            return GridRunsLaw.from_log_weights(g.lower, g.step, first, count, a, rho)
         w = np.diff(e)
         log_left = c * u[:, 0]
         # slope of the log density: c * (u_right - u_left) / w; (c*u_right - c*u_left) first so
@@ -282,11 +323,23 @@ class RevenuePrice(Mechanism):
 
     Exact, no grid: between consecutive sorted bids the number of buyers is constant, so u is
     linear in r there (slope = number of buyers) and the density is log-linear on those pieces.
+
+    Prices on a grid (``domain="integers"`` or ``"grid"`` with ``step`` h, e.g. h = 0.01 for
+    cents): counting measure on the declared, data-independent grid {r_min + k h} ∩ [r_min, r_max]
+    (r_min and r_max must be grid points; at most 2^53 of them). A bid x buys at grid price v when
+    v <= x + 1e-9 h (so a bid of 3.01 buys at the cent price 3.01 despite float rounding of
+    0.01 * 301); :meth:`revenue` uses the same rule. The grid points with a constant number of
+    buyers m form runs on which the log weight epsilon m v / (2 r_max) grows by epsilon m h /
+    (2 r_max) per step: a geometric run, sampled and evaluated exactly without enumerating the
+    grid (:class:`~mechanisms.laws.GridRunsLaw` with ``log_ratio``). The base measure depends
+    only on (r_min, r_max, step), never on the bids, and Delta_u = r_max as before.
     """
 
     epsilon: float
     r_min: float
     r_max: float
+    domain: str = "continuous"
+    step: float | None = None
 
     kind: ClassVar[str] = "real"
 
@@ -297,6 +350,20 @@ class RevenuePrice(Mechanism):
             raise ValueError(f"r_min must be >= 0 (prices are non-negative), got {self.r_min!r}")
         object.__setattr__(self, "r_min", lo)
         object.__setattr__(self, "r_max", hi)
+        check_choice(self.domain, "domain", DOMAINS)
+        _resolve_grid(self.domain, lo, hi, self.step)
+        if self.step is not None:
+            object.__setattr__(self, "step", float(self.step))
+
+    @property
+    def grid(self) -> Grid | None:
+        """The discrete price domain, or None for the continuous one."""
+        return _resolve_grid(self.domain, self.r_min, self.r_max, self.step)
+
+    @property
+    def _tol(self) -> float:
+        g = self.grid
+        return 0.0 if g is None else 1e-9 * g.step
 
     @property
     def sensitivity(self) -> float:
@@ -328,42 +395,80 @@ class RevenuePrice(Mechanism):
         buyers = x.size - np.searchsorted(x, edges[:-1], side="right")
         return edges, buyers.astype(np.float64)
 
-    def distribution(self, data: Any) -> PiecewiseDensity:
-        """The exact law of the price: log-linear between consecutive bids."""
-        edges, n = self.pieces(data)
+    def grid_runs(self, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(first, count, buyers): runs of grid indices with a constant number of buyers
+        (discrete domains only). O(n log n) in the bids, independent of the grid size."""
+        g = self.grid
+        if g is None:
+            raise ValueError("grid_runs needs a discrete domain ('integers' or 'grid')")
+        x = self._bids(data)
+        top = _last_index_at_most(g, x + self._tol)  # bid i buys at grid index k iff k <= top[i]
+        cuts = np.unique(top[(top >= 0) & (top < g.size)] + 1)
+        first = np.concatenate(([0], cuts)).astype(np.int64)
+        count = np.diff(np.concatenate((first, [g.size + 1]))).astype(np.int64)
+        buyers = x.size - np.searchsorted(np.sort(top), first, side="left")
+        return first, count, buyers.astype(np.float64)
+
+    def distribution(self, data: Any) -> PiecewiseDensity | GridRunsLaw:
+        """The exact law of the price: log-linear between consecutive bids (geometric runs on a grid)."""
         c = self.epsilon / (2.0 * self.sensitivity)
+        g = self.grid
+        if g is not None:
+            first, count, n = self.grid_runs(data)
+            return GridRunsLaw.from_log_weights(g.lower, g.step, first, count, c * n * g.values(first), c * n * g.step)
+        edges, n = self.pieces(data)
         return PiecewiseDensity.from_log_density(edges, c * edges[:-1] * n, c * n)
 
     def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
         return self.distribution(data).sample(size, rng)
 
     def log_pdf(self, data: Any, x: Any) -> np.ndarray:
-        return self.distribution(data).log_pdf(x)
+        """Log density; on a discrete domain the log probability of each price."""
+        law = self.distribution(data)
+        return law.log_pmf(x) if isinstance(law, GridRunsLaw) else law.log_pdf(x)
 
     def cdf(self, data: Any, x: Any) -> np.ndarray:
         return self.distribution(data).cdf(x)
 
     def revenue(self, data: Any, price: Any) -> np.ndarray:
-        """u(x, r) = r * |{i : x_i >= r}| (vectorised over ``price``)."""
+        """u(x, r) = r * |{i : x_i >= r}| (vectorised over ``price``; on a discrete domain
+        x_i >= r - 1e-9 step, the grid's buying rule)."""
         x = self._bids(data)
         r = np.asarray(price, dtype=np.float64)
-        buyers = x.size - np.searchsorted(x, r, side="left")
+        if self.grid is not None:
+            buyers = x.size - np.searchsorted(x + self._tol, r, side="left")
+        else:
+            buyers = x.size - np.searchsorted(x, r, side="left")
         return r * buyers
 
     def optimum(self, data: Any) -> tuple[float, float]:
-        """(OPT, price): the best revenue over [r_min, r_max] and the smallest price attaining it.
+        """(OPT, price): the best revenue over the price domain and the smallest price attaining it.
 
         u is left-continuous and increasing between bids, so the maximum is attained at a bid
-        inside the range, at r_max or at r_min.
+        inside the range, at r_max or at r_min; on a grid, at the first or last point of a run.
         """
         x = self._bids(data)
+        g = self.grid
+        if g is not None:
+            first, count, n = self.grid_runs(x)
+            cand = g.values(np.unique(np.concatenate((first, first + count - 1))))
+            rev = self.revenue(x, cand)
+            i = int(np.argmax(rev))
+            return float(rev[i]), float(cand[i])
         cand = np.unique(np.concatenate(([self.r_min, self.r_max], x[(x >= self.r_min) & (x <= self.r_max)])))
         rev = self.revenue(x, cand)
         i = int(np.argmax(rev))
         return float(rev[i]), float(cand[i])
 
     def expected_revenue(self, data: Any) -> float:
-        """E[u(x, R)] exactly (closed form per piece, :func:`expected_linear`)."""
+        """E[u(x, R)] exactly (closed form per piece, :func:`expected_linear`; per geometric run
+        on a grid, :meth:`~mechanisms.laws.GridRunsLaw.mean_index`)."""
+        if self.grid is not None:
+            first, count, n = self.grid_runs(data)
+            law = self.distribution(data)
+            p = np.exp(law.log_mass)
+            v = law.values(first.astype(np.float64) + law.mean_index())
+            return float(np.sum(np.where(p > 0, p * n * v, 0.0)))
         edges, n = self.pieces(data)
         law = self.distribution(data)
         return expected_linear(law, edges[:-1] * n, n)

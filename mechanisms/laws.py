@@ -7,7 +7,8 @@ these shapes only (duck-typed by the ``law`` attribute):
   log-linear on each piece (exponential mechanism with piecewise-constant or piecewise-linear
   utility). Piecewise-constant is the special case ``log_slope == 0``.
 * :class:`GridRunsLaw` (``law = "grid_runs"``): a distribution on a finite, equally spaced grid that
-  is uniform on runs of consecutive grid points (exponential mechanism on a discrete domain).
+  is uniform on runs of consecutive grid points (exponential mechanism on a discrete domain), or,
+  with an optional per-run ``log_ratio``, geometric on each run (piecewise-linear utility on a grid).
 * :class:`LocationScaleLaw` (``law = "location_scale"``): ``loc + scale * Z`` with Z standard
   Laplace or Cauchy, optionally clipped to [lower, upper] (atoms at the bounds).
 
@@ -25,7 +26,16 @@ from scipy import special, stats
 
 from .base import as_rng, check_size
 
-__all__ = ["PiecewiseDensity", "GridRunsLaw", "LocationScaleLaw", "log_expm1_ratio", "sample_index"]
+__all__ = [
+    "PiecewiseDensity",
+    "GridRunsLaw",
+    "LocationScaleLaw",
+    "log_expm1_ratio",
+    "log_geometric_sum",
+    "geometric_cdf",
+    "geometric_mean_offset",
+    "sample_index",
+]
 
 
 def log_expm1_ratio(z: np.ndarray) -> np.ndarray:
@@ -42,6 +52,106 @@ def log_expm1_ratio(z: np.ndarray) -> np.ndarray:
     zn = z[neg]
     out[neg] = np.log(-np.expm1(zn)) - np.log(-zn)
     return out
+
+
+def log_geometric_sum(r: Any, c: Any) -> np.ndarray:
+    """log(sum_{i<c} e^{r i}) - max(0, r (c - 1)): the log of a geometric sum relative to its
+    largest term, in [0, log c]; -inf for c = 0.
+
+    Stable for every real r (exactly log c at r = 0; log(expm1(-a c) / expm1(-a)) with a = |r|
+    otherwise, a ratio of two relatively accurate numbers, so tiny |r| loses nothing and huge
+    |r| c gives 0 without overflow). The full log sum is this plus max(0, r (c - 1)).
+    """
+    r = np.asarray(r, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    r, c = np.broadcast_arrays(r, c)
+    a = np.abs(r)
+    out = np.empty(r.shape, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flat = a == 0
+        out[flat] = np.log(c[flat])
+        nz = ~flat
+        out[nz] = np.log(np.expm1(-a[nz] * c[nz]) / np.expm1(-a[nz]))
+    out[c <= 0] = -np.inf
+    return out
+
+
+def geometric_cdf(t: Any, c: Any, r: Any) -> np.ndarray:
+    """P[I < t] for I on {0..c-1} with P[I = i] proportional to e^{r i} (t in [0, c]).
+
+    S(r, t) / S(r, c) with S(r, t) = sum_{i<t} e^{r i}: expm1(r t)/expm1(r c) for r < 0 and
+    e^{r (t - c)} expm1(-r t)/expm1(-r c) for r > 0 (no overflow, relatively accurate at both
+    ends); t / c at r = 0.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    r = np.asarray(r, dtype=np.float64)
+    t, c, r = np.broadcast_arrays(t, c, r)
+    out = np.empty(t.shape, dtype=np.float64)
+    flat = r == 0
+    pos = r > 0
+    neg = r < 0
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        out[flat] = np.where(c[flat] > 0, t[flat] / np.maximum(c[flat], 1.0), 1.0)
+        rp, tp, cp = r[pos], t[pos], c[pos]
+        out[pos] = np.exp(rp * (tp - cp)) * (np.expm1(-rp * tp) / np.expm1(-rp * cp))
+        rn, tn, cn = r[neg], t[neg], c[neg]
+        out[neg] = np.expm1(rn * tn) / np.expm1(rn * cn)
+    return np.clip(out, 0.0, 1.0)
+
+
+def _geometric_ppf(u: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Exact inverse CDF of the truncated geometric of :func:`geometric_cdf`: the offset j in
+    0..c-1 with P[I < j] <= u < P[I < j + 1], for u in [0, 1).
+
+    A continuous first guess (I is the floor of a density proportional to e^{r t} on [0, c)),
+    then a correction against :func:`geometric_cdf` so that the answer is the inverse CDF of the
+    discrete law itself, not of its continuous relaxation (float rounding moves the guess by at
+    most a step or two).
+    """
+    u = np.asarray(u, dtype=np.float64)
+    cf = np.asarray(c, dtype=np.float64)
+    r = np.asarray(r, dtype=np.float64)
+    t = np.empty(u.shape, dtype=np.float64)
+    flat = r == 0
+    pos = r > 0
+    neg = r < 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t[flat] = u[flat] * cf[flat]
+        # r > 0: t = c + log1p((1 - u) expm1(-r c)) / r  (mirror image of the r < 0 case)
+        t[pos] = cf[pos] + np.log1p((1.0 - u[pos]) * np.expm1(-r[pos] * cf[pos])) / r[pos]
+        # r < 0: t = log1p(u expm1(r c)) / r, with expm1(r c) in (-1, 0)
+        t[neg] = np.log1p(u[neg] * np.expm1(r[neg] * cf[neg])) / r[neg]
+    t = np.where(np.isnan(t), 0.0, t)
+    c_int = np.asarray(c, dtype=np.int64)
+    j = np.clip(np.floor(np.clip(t, 0.0, cf)), 0, np.maximum(c_int - 1, 0)).astype(np.int64)
+    for _ in range(64):
+        down = (j > 0) & (geometric_cdf(j, cf, r) > u)
+        up = (j < c_int - 1) & ~down & (geometric_cdf(j + 1, cf, r) <= u)
+        if not (down.any() or up.any()):
+            break
+        j = j - down + up
+    return j
+
+
+def geometric_mean_offset(r: Any, c: Any) -> np.ndarray:
+    """E[I] for I on {0..c-1} with P[I = i] proportional to e^{r i}, stable for every real r.
+
+    With a = |r|, m(a) = 1/expm1(a) - c/expm1(a c) = e^{-a}/(-expm1(-a)) - c e^{-ac}/(-expm1(-ac))
+    is E[I] for r = -a, and E[I](r) = c - 1 - m(|r|) for r > 0 (mirror image). The two terms of
+    m cancel when a c is small; there the series (c-1)/2 - a (c^2-1)/12 + a^3 (c^4-1)/720 is used
+    (a c < 1e-2: next term a^5 (c^6 - 1)/30240, relatively below 1e-13).
+    """
+    r = np.asarray(r, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    r, c = np.broadcast_arrays(r, c)
+    a = np.abs(r)
+    small = a * c < 1e-2
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        big = np.exp(-a) / -np.expm1(-a) - c * np.exp(-a * c) / -np.expm1(-a * c)
+    ser = (c - 1) / 2 - a * (c * c - 1) / 12 + a**3 * (c**4 - 1) / 720
+    m = np.clip(np.where(small, ser, big), 0.0, np.maximum(c - 1, 0.0))
+    return np.where(r > 0, np.maximum(c - 1, 0.0) - m, m)
 
 
 def sample_index(log_p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -207,10 +317,16 @@ def _within_ppf(u: np.ndarray, w: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class GridRunsLaw:
-    """Distribution on grid points ``origin + step * i`` that is uniform on runs.
+    """Distribution on grid points ``origin + step * i``, uniform (or geometric) on runs.
 
     Run r covers grid indices ``first[r] .. first[r] + count[r] - 1`` and has total probability
-    exp(log_mass[r]). The grid is never enumerated.
+    exp(log_mass[r]). Inside a run the points are equally likely, or, when ``log_ratio`` is given,
+    point ``first[r] + i`` has probability proportional to exp(log_ratio[r] * i) (a truncated
+    geometric: the exponential mechanism with a utility that is linear on the run). The grid is
+    never enumerated: masses, pmf, cdf, sampling and means are closed forms per run.
+
+    ``log_ratio`` is None for uniform runs (every existing caller); an all-zero ratio is stored as
+    None, so such a law behaves -- and draws -- exactly like a uniform one.
     """
 
     origin: float
@@ -218,12 +334,22 @@ class GridRunsLaw:
     first: np.ndarray
     count: np.ndarray
     log_mass: np.ndarray
+    log_ratio: np.ndarray | None = None
 
     law = "grid_runs"
 
     @classmethod
-    def from_log_weights(cls, origin: float, step: float, first: Any, count: Any, log_point_weight: Any) -> "GridRunsLaw":
-        """Runs with an unnormalised log weight per grid point; run mass = log(count) + weight."""
+    def from_log_weights(
+        cls, origin: float, step: float, first: Any, count: Any, log_point_weight: Any, log_ratio: Any = None
+    ) -> "GridRunsLaw":
+        """Runs with an unnormalised log weight per grid point.
+
+        Uniform runs (``log_ratio=None``): every point of run r has log weight
+        ``log_point_weight[r]``, run mass log(count) + weight. Geometric runs: point
+        ``first[r] + i`` has log weight ``log_point_weight[r] + log_ratio[r] * i``, run mass
+        weight + max(0, ratio (count - 1)) + :func:`log_geometric_sum` (stable for any ratio;
+        |ratio| * count of 1e6 and more is fine).
+        """
         first = np.asarray(first, dtype=np.int64)
         count = np.asarray(count, dtype=np.int64)
         lw = np.asarray(log_point_weight, dtype=np.float64)
@@ -233,18 +359,77 @@ class GridRunsLaw:
             raise ValueError("log_point_weight must be finite or -inf (got NaN or +inf)")
         if np.any(count < 0):
             raise ValueError("count must be >= 0")
+        ratio = None
+        if log_ratio is not None:
+            ratio = np.asarray(log_ratio, dtype=np.float64)
+            if ratio.shape != first.shape:
+                raise ValueError(f"log_ratio must have the shape of first {first.shape}, got {ratio.shape}")
+            if not np.all(np.isfinite(ratio)):
+                raise ValueError("log_ratio must be finite (got NaN or inf)")
+            ratio = np.where(count > 1, ratio, 0.0)  # irrelevant for runs of 0 or 1 point
+            if not np.any(ratio != 0):
+                ratio = None
         live = (count > 0) & np.isfinite(lw)
         if not live.any():
             raise ValueError("the law has no mass (every run is empty or has -inf weight)")
-        top = float(np.max(lw[live]))  # shift first: weights ~1e6 must not cost ulp(1e6) in the masses
-        with np.errstate(divide="ignore"):
-            lm = np.log(count.astype(np.float64)) + (lw - top)
+        if ratio is None:
+            top = float(np.max(lw[live]))  # shift first: weights ~1e6 must not cost ulp(1e6) in the masses
+            with np.errstate(divide="ignore"):
+                lm = np.log(count.astype(np.float64)) + (lw - top)
+        else:
+            # largest point weight of each run: the first point (ratio <= 0) or the last (> 0)
+            peak = np.maximum(ratio * (count - 1).astype(np.float64), 0.0)
+            top = float(np.max((lw + peak)[live]))
+            with np.errstate(divide="ignore"):
+                lm = ((lw - top) + peak) + log_geometric_sum(ratio, count)
         lm[count == 0] = -np.inf
         lm = lm - special.logsumexp(lm)
-        return cls(origin=float(origin), step=float(step), first=first, count=count, log_mass=lm)
+        return cls(origin=float(origin), step=float(step), first=first, count=count, log_mass=lm, log_ratio=ratio)
+
+    @property
+    def geometric(self) -> bool:
+        """True when some run is geometric (non-uniform)."""
+        return self.log_ratio is not None
+
+    @property
+    def ratios(self) -> np.ndarray:
+        """Per-run log ratio (zeros for uniform runs)."""
+        return np.zeros(self.first.shape) if self.log_ratio is None else self.log_ratio
 
     def values(self, index: Any) -> np.ndarray:
         return self.origin + self.step * np.asarray(index, dtype=np.float64)
+
+    def _run_of(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(run index clipped to range, inside): the run holding grid index k, if any."""
+        r = np.clip(np.searchsorted(self.first, k, side="right") - 1, 0, self.first.size - 1)
+        inside = (k >= self.first[r]) & (k < self.first[r] + self.count[r])
+        return r, inside
+
+    def log_pmf_offset(self, run: Any, offset: Any) -> np.ndarray:
+        """log P[X = point ``first[run] + offset``] (offset in 0..count-1; not range-checked).
+
+        Geometric runs: log_mass - log_geometric_sum + (ratio * offset if ratio <= 0 else
+        -ratio * (count - 1 - offset)), measured from the run's largest point, so no large
+        intermediate cancels.
+        """
+        run = np.asarray(run, dtype=np.int64)
+        off = np.asarray(offset, dtype=np.int64)
+        c = self.count[run]
+        if self.log_ratio is None:
+            with np.errstate(divide="ignore"):
+                return self.log_mass[run] - np.log(np.maximum(c, 1).astype(np.float64))
+        rt = self.log_ratio[run]
+        rel = np.where(rt > 0, -rt * (c - 1 - off).astype(np.float64), rt * off.astype(np.float64))
+        with np.errstate(invalid="ignore"):
+            out = self.log_mass[run] - log_geometric_sum(rt, np.maximum(c, 1)) + rel
+        return np.where(np.isfinite(self.log_mass[run]), out, -np.inf)
+
+    def log_pmf_index(self, k: Any) -> np.ndarray:
+        """log P[X = origin + step * k] for integer grid indices k (-inf outside every run)."""
+        k = np.asarray(k, dtype=np.int64)
+        r, inside = self._run_of(k)
+        lp = self.log_pmf_offset(r, np.where(inside, k - self.first[r], 0))
+        return np.where(inside, lp, -np.inf)
 
     def log_pmf(self, x: Any) -> np.ndarray:
         """log P[X = x]; -inf for points off the grid or outside every run."""
@@ -252,6 +437,8 @@ class GridRunsLaw:
         k = np.rint((x - self.origin) / self.step)
         on_grid = np.isclose(self.origin + self.step * k, x, rtol=0, atol=1e-9 * max(1.0, abs(self.step)))
         k = k.astype(np.int64)
+        if self.log_ratio is not None:
+            return np.where(on_grid, self.log_pmf_index(k), -np.inf)
         r = np.clip(np.searchsorted(self.first, k, side="right") - 1, 0, self.first.size - 1)
         inside = on_grid & (k >= self.first[r]) & (k < self.first[r] + self.count[r])
         with np.errstate(divide="ignore"):
@@ -266,16 +453,34 @@ class GridRunsLaw:
         r = np.searchsorted(self.first, k, side="right") - 1
         rc = np.clip(r, 0, self.first.size - 1)
         within = np.clip(k - self.first[rc] + 1, 0, self.count[rc])
-        frac = within / np.maximum(self.count[rc], 1)
+        if self.log_ratio is None:
+            frac = within / np.maximum(self.count[rc], 1)
+        else:
+            frac = geometric_cdf(within, np.maximum(self.count[rc], 1), self.log_ratio[rc])
         out = np.where(r < 0, 0.0, before[rc] + p[rc] * frac)
         return np.clip(out, 0.0, 1.0)
+
+    def mean_index(self) -> np.ndarray:
+        """E[grid index - first | run] for each run ((count - 1)/2 when uniform; 0 for empty runs)."""
+        c = self.count.astype(np.float64)
+        return np.where(self.count > 0, geometric_mean_offset(self.ratios, np.maximum(c, 1.0)), 0.0)
+
+    def mean(self) -> float:
+        """E[X] exactly (closed form per run, :func:`geometric_mean_offset`)."""
+        p = np.exp(self.log_mass)
+        v = self.values(self.first.astype(np.float64) + self.mean_index())
+        return float(np.sum(np.where(p > 0, p * v, 0.0)))
 
     def sample(self, size: Any = None, rng: Any = None) -> np.ndarray:
         shape = check_size(size)
         rng = as_rng(rng)
         n = int(np.prod(shape)) if shape else 1
         r = sample_index(self.log_mass, n, rng)
-        off = rng.integers(0, self.count[r])
+        if self.log_ratio is None:
+            off = rng.integers(0, self.count[r])
+        else:
+            # exact inverse CDF of the truncated geometric inside the chosen run
+            off = _geometric_ppf(rng.random(n), self.count[r], self.log_ratio[r])
         x = self.values(self.first[r] + off)
         return x.reshape(shape) if shape else x[0]
 

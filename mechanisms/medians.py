@@ -645,6 +645,9 @@ def _sample_window(mech: "_Duff", x: np.ndarray, nd: int, rng: np.random.Generat
 
 def grid_expected_abs_error(law: GridRunsLaw, truth: float) -> float:
     """E|X - truth| exactly for a :class:`~mechanisms.laws.GridRunsLaw` (arithmetic sums per run)."""
+    if getattr(law, "log_ratio", None) is not None:
+        # Duff laws are uniform on runs; the arithmetic sums below would be wrong on geometric runs.
+        raise ValueError("grid_expected_abs_error needs runs that are uniform (log_ratio None)")
     p = np.exp(law.log_mass)
     c = law.count.astype(np.float64)
     h = law.step

@@ -559,7 +559,6 @@ def test_continuous_exponential_billion_point_grid_and_privacy():
 
 
 @pytest.mark.parametrize("kw,match", [
-    (dict(domain="integers", utility="linear"), "utility='constant'"),
     (dict(domain="integers", breakpoints=(0.5, 1.0, 4.0)), "lower must be on the grid"),
     (dict(domain="grid", step=0.5, breakpoints=(0.0, 1.0, 4.2)), "upper must be on the grid"),
     (dict(domain="grid", step=0.0), "step must be > 0"),
