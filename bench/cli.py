@@ -13,13 +13,13 @@ from typing import Sequence
 
 # sub-command -> (module, function); the function takes the parsed args and returns an exit code.
 _COMMANDS = {
-    "list": ("bench.cli", "cmd_list"),
-    "run": ("bench.runner", "cmd_run"),
-    "validate": ("bench.config", "cmd_validate"),
-    "plot": ("bench.plots", "cmd_plot"),
-    "audit": ("verifiers.cli", "cmd_audit"),
-    "regress": ("bench.regress", "cmd_regress"),
-    "bench": ("bench.perf", "cmd_bench"),
+    "list": ("dpharness.bench.cli", "cmd_list"),
+    "run": ("dpharness.bench.runner", "cmd_run"),
+    "validate": ("dpharness.bench.config", "cmd_validate"),
+    "plot": ("dpharness.bench.plots", "cmd_plot"),
+    "audit": ("dpharness.verifiers.cli", "cmd_audit"),
+    "regress": ("dpharness.bench.regress", "cmd_regress"),
+    "bench": ("dpharness.bench.perf", "cmd_bench"),
 }
 
 
@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    import mechanisms
+    from .. import mechanisms
 
     for name in mechanisms.available():
         print(mechanisms.describe(name))

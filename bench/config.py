@@ -379,7 +379,7 @@ class Config:
 
     @property
     def module(self) -> Any:
-        from bench import experiments
+        from . import experiments
 
         return experiments.get(self.experiment)
 
@@ -494,7 +494,7 @@ def load_config(
     name = ctx.get(resolved, "name", str, stem if stem is not None else REQUIRED)
     if not _NAME_RE.match(name):
         ctx.error("name", f"must use only letters, digits and _ . - (it names the run folder), got {name!r}")
-    from bench import experiments
+    from . import experiments
 
     kind = ctx.get(resolved, "experiment", str, "median_accuracy")
     if kind not in experiments.available():
@@ -527,14 +527,14 @@ def load_config(
 def cmd_validate(args: argparse.Namespace) -> int:
     """``dpharness validate CONFIG...``: parse every config (and its quick tier), build every
     mechanism and expand the tasks, without running anything. Exit 1 if any config is invalid."""
-    from bench import experiments
+    from . import experiments
 
     bad = 0
     for path in args.configs:
         try:
             if "audits" in read_yaml(path):  # an audit config (dpharness audit): the verifier's loader
-                from verifiers.config import load_audit_config
-                from verifiers.runner import tasks_of
+                from ..verifiers.config import load_audit_config
+                from ..verifiers.runner import tasks_of
 
                 acfg = load_audit_config(path)
                 print(f"ok  {path}: {acfg.name} (audit, {len(tasks_of(acfg))} tasks, hash {acfg.hash})")

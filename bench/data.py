@@ -36,8 +36,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bench.config import Ctx
-from bench.tasks import format_value
+from .config import Ctx
+from .tasks import format_value
 
 __all__ = ["GENERATORS", "DataSpec", "parse_data", "statsmodels_column", "csv_column"]
 

@@ -54,7 +54,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from bench import peers as _peers
+from . import peers as _peers
 
 __all__ = ["Plan", "full_plan", "quick_plan", "run_bench", "cmd_bench", "environment", "main"]
 
@@ -314,7 +314,7 @@ class _Report:
 def _make_mechanism(name: str, **params: Any) -> tuple[Any, str | None]:
     """``mechanisms.make(name, **params)`` or ``(None, reason)`` when it is not available yet."""
     try:
-        import mechanisms
+        from .. import mechanisms
     except Exception as exc:
         return None, f"mechanisms package fails to import: {type(exc).__name__}: {exc}"
     if name not in mechanisms.available():
@@ -457,8 +457,8 @@ def _finite_specs(eps: float) -> list[tuple[str, str, dict[str, Any]]]:
     ]
     noises: tuple[str, ...] = ("laplace", "gumbel", "exponential")
     try:
-        import mechanisms
-        from mechanisms.registry import parameters
+        from .. import mechanisms
+        from ..mechanisms.registry import parameters
 
         if "report_noisy_max" in mechanisms.available():
             cls = mechanisms.registry.get("report_noisy_max")
@@ -561,14 +561,14 @@ def bench_verifier(plan: Plan, report: _Report, log: Callable[[str], None]) -> N
     """Samples per second through verifiers.audit, and its overhead over raw sampling."""
     log(f"[verifier] samples per side = {', '.join(f'{s:g}' for s in plan.verifier_samples)}")
     try:
-        import verifiers
+        from .. import verifiers
         audit = getattr(verifiers, "audit")
     except Exception as exc:
         for name in plan.verifier_mechanisms:
             report.skip("verifier", f"audit[{name}]", f"verifiers.audit is not available ({exc})", log)
         return
     try:
-        import mechanisms
+        from .. import mechanisms
     except Exception as exc:
         report.skip("verifier", "audit", f"mechanisms fails to import: {exc}", log)
         return
@@ -631,7 +631,7 @@ def bench_table1(plan: Plan, report: _Report, log: Callable[[str], None]) -> Non
     try:
         import yaml
 
-        from bench import runner
+        from . import runner
         run = getattr(runner, "run")
         raw = yaml.safe_load(cfg.read_text())
     except Exception as exc:

@@ -127,7 +127,7 @@ def panel_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: 
 
 def rebuild_figures(run_dir: Path) -> list[Path]:
     """Recompute the summary from ``results.csv`` and redraw ``figures/``."""
-    from bench.results import load_run_config
+    from .results import load_run_config
 
     run_dir = Path(run_dir)
     cfg = load_run_config(run_dir)
@@ -140,7 +140,7 @@ def rebuild_figures(run_dir: Path) -> list[Path]:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """``dpharness plot RUN_DIR``: rebuild a run's figures from its results.csv."""
-    from bench.config import ConfigError
+    from .config import ConfigError
 
     run_dir = Path(args.run_dir)
     for need in ("config.yaml", "results.csv"):

@@ -30,7 +30,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from bench.tasks import format_value, stable_hash
+from .tasks import format_value, stable_hash
 
 __all__ = [
     "atomic_write_text",
@@ -148,7 +148,7 @@ def write_run_config(run_dir: Path, cfg: Any) -> None:
 
 def load_run_config(run_dir: Path) -> Any:
     """Load a run folder's ``config.yaml`` with the original ``base_dir`` (relative CSV paths)."""
-    from bench.config import load_config
+    from .config import load_config
 
     path = Path(run_dir) / "config.yaml"
     base = None

@@ -39,9 +39,9 @@ from typing import Any, Iterator, TextIO
 import numpy as np
 import pandas as pd
 
-from bench import experiments
-from bench.config import Config, ConfigError, load_config
-from bench.results import (
+from . import experiments
+from .config import Config, ConfigError, load_config
+from .results import (
     TaskStore,
     atomic_write_text,
     find_unfinished,
@@ -52,7 +52,7 @@ from bench.results import (
     write_run_config,
     write_table,
 )
-from bench.tasks import Summary, Task, stable_hash, task_seed
+from .tasks import Summary, Task, stable_hash, task_seed
 
 __all__ = ["RunError", "RunResult", "run", "cmd_run", "execute_task", "BACKENDS"]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.config import ConfigError, Ctx, config_hash, load_config
-from bench.config import cmd_validate
-from bench.tasks import format_value, make_key, stable_hash
+from dpharness.bench.config import ConfigError, Ctx, config_hash, load_config
+from dpharness.bench.config import cmd_validate
+from dpharness.bench.tasks import format_value, make_key, stable_hash
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

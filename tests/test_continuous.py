@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-import mechanisms
-from mechanisms.continuous import (
+from dpharness import mechanisms
+from dpharness.mechanisms.continuous import (
     ContinuousExponential,
     LaplaceViaExponential,
     RevenuePrice,

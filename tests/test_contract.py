@@ -5,8 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-import mechanisms
-from mechanisms import PrivacyClaim
+from dpharness import mechanisms
+from dpharness.mechanisms import PrivacyClaim
 
 NAMES = mechanisms.available()
 

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-import mechanisms
+from dpharness import mechanisms
 from duff_oracle import counts_to_data, exact_cases
-from mechanisms import medians
-from mechanisms.duff_utility import DEFINITIONS, duff_cost, quantile_ratio
-from mechanisms.laws import GridRunsLaw
+from dpharness.mechanisms import medians
+from dpharness.mechanisms.duff_utility import DEFINITIONS, duff_cost, quantile_ratio
+from dpharness.mechanisms.laws import GridRunsLaw
 
 V, C, NMAX = 5, 9, 7  # BFS box as in test_duff.py: values 0..4 (data and o in 1..3), counts <= 9
 

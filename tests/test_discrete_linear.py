@@ -27,17 +27,17 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-import mechanisms
-import verifiers
-from mechanisms.continuous import ContinuousExponential, RevenuePrice
-from mechanisms.laws import (
+from dpharness import mechanisms
+from dpharness import verifiers
+from dpharness.mechanisms.continuous import ContinuousExponential, RevenuePrice
+from dpharness.mechanisms.laws import (
     GridRunsLaw,
     _geometric_ppf,
     geometric_cdf,
     geometric_mean_offset,
     log_geometric_sum,
 )
-from verifiers.exact import _grid_atoms, canonical, loss_between
+from dpharness.verifiers.exact import _grid_atoms, canonical, loss_between
 
 N_STAT_TESTS = 5  # test_sampler_chi_square: 5 laws
 ALPHA = 1e-6 / N_STAT_TESTS

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-import mechanisms
+from dpharness import mechanisms
 from duff_oracle import counts_to_data, exact_cases
-from mechanisms import medians
-from mechanisms.duff_utility import (
+from dpharness.mechanisms import medians
+from dpharness.mechanisms.duff_utility import (
     DEFINITIONS,
     cost_lower_bound_left,
     cost_lower_bound_right,
@@ -24,7 +24,7 @@ from mechanisms.duff_utility import (
     quantile_ratio,
     target_rank,
 )
-from mechanisms.laws import PiecewiseDensity
+from dpharness.mechanisms.laws import PiecewiseDensity
 
 QS = (0.5, 0.3, 0.25, 0.1, 0.9, 0.75, 0.333, 0.6)
 V, C, NMAX = 5, 9, 7  # BFS box: values 0..4 (data and o in 1..3), counts <= 9, n <= 7

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-import mechanisms
-from mechanisms.finite import ExponentialMechanism, PermuteAndFlip, RandomizedResponse, ReportNoisyMax
-from mechanisms.selection_laws import RTOL, em_log_prob, gauss_legendre, laplace_rnm_log_prob, pf_log_prob
+from dpharness import mechanisms
+from dpharness.mechanisms.finite import ExponentialMechanism, PermuteAndFlip, RandomizedResponse, ReportNoisyMax
+from dpharness.mechanisms.selection_laws import RTOL, em_log_prob, gauss_legendre, laplace_rnm_log_prob, pf_log_prob
 
 UTILS = np.array([0.0, 1.0, 2.0, 2.5])
 FINITE_NAMES = ("exponential", "report_noisy_max", "permute_and_flip", "randomized_response")
@@ -416,7 +416,7 @@ def test_seeds_shapes_and_scalar_draws(name):
 
 def test_rnm_sampling_chunks_do_not_change_the_law(monkeypatch):
     # Force chunks of 3 rows (k = 4): every draw is still produced and -inf scores never win.
-    import mechanisms.finite as fin
+    import dpharness.mechanisms.finite as fin
 
     monkeypatch.setattr(fin, "_SAMPLE_CHUNK", 12)
     u = np.array([0.0, -np.inf, 0.0, 0.5])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity, log_expm1_ratio, sample_index
+from dpharness.mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity, log_expm1_ratio, sample_index
 
 #: Family-wise false-alarm rate of the sampling tests in this file, split evenly (Bonferroni) over
 #: the N_STAT statistical test cases below.

@@ -14,8 +14,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bench import peers as peers_mod
-from bench import perf
+from dpharness.bench import peers as peers_mod
+from dpharness.bench import perf
 
 # The smallest plan that still exercises the median/finite/verifier code paths (used where the
 # real --quick tier of test_cli_quick_mode would be needlessly slow).
@@ -173,7 +173,7 @@ def test_cli_quick_mode(tmp_path, capsys):
     # What CI runs: the real --quick tier, every section, through the dpharness entry point, so
     # the benchmark cannot rot. Only the plumbing is asserted (schema, pairing, skips, figure),
     # never a time: timings on a shared machine are noise.
-    from bench.cli import main
+    from dpharness.bench.cli import main
 
     path = tmp_path / "quick.json"
     assert main(["bench", "--quick", "--json", str(path)]) == 0

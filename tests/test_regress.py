@@ -19,8 +19,8 @@ import pytest
 import yaml
 from scipy import stats
 
-from bench import regress as rg
-from bench.cli import main as cli_main
+from dpharness.bench import regress as rg
+from dpharness.bench.cli import main as cli_main
 
 MECHS = {"A": 1.0, "B": 3.0}  # mean per-dataset error at epsilon = 1
 EPS = (0.5, 1.0, 2.0)
@@ -450,7 +450,7 @@ BASELINE_CONFIGS = {
 
 
 def fresh_run(config: Path, out: Path, seed: int | None = None) -> Path:
-    from bench.runner import run
+    from dpharness.bench.runner import run
 
     res = run(config, jobs=1, out=out, seed=seed, progress=False)
     assert res.errors == 0, res.results.loc[res.results["status"] != "ok", "message"].head().tolist()
@@ -459,7 +459,7 @@ def fresh_run(config: Path, out: Path, seed: int | None = None) -> Path:
 
 @pytest.mark.parametrize("name", sorted(BASELINE_CONFIGS))
 def test_committed_baseline_is_a_usable_run_of_its_config(name):
-    from bench.config import load_config
+    from dpharness.bench.config import load_config
 
     run = rg.load_run(BASELINES / name, "baseline")
     assert run.match_hash == rg.matching_hash(load_config(BASELINE_CONFIGS[name]).raw), (
@@ -487,8 +487,7 @@ def _wrapped(name: str, sample):
     """A subclass of the registered class ``name`` whose ``sample`` is replaced (a degraded build)."""
     import dataclasses
 
-    import mechanisms
-
+    from dpharness import mechanisms
     cls = mechanisms.registry.get(name)
     return dataclasses.dataclass(frozen=True)(type(f"Degraded{cls.__name__}", (cls,), {"sample": sample}))
 
@@ -498,8 +497,7 @@ def duff_at_half_epsilon(monkeypatch):
     utility scaling would do)."""
     import dataclasses
 
-    import mechanisms
-
+    from dpharness import mechanisms
     real = mechanisms.registry.get("duff_median")
 
     def sample(self, data, size=None, rng=None):
@@ -514,8 +512,7 @@ def ss_noise_times(monkeypatch, factor: float):
     ``factor`` (same random numbers consumed, so a same-seed re-run is paired draw by draw)."""
     import dataclasses
 
-    import mechanisms
-
+    from dpharness import mechanisms
     def sample(self, data, size=None, rng=None):
         law = self.distribution(data)
         return dataclasses.replace(law, scale=factor * law.scale).sample(size, np.random.default_rng(rng))
@@ -527,8 +524,7 @@ def ss_noise_times(monkeypatch, factor: float):
 def rerandomised(monkeypatch):
     """Duff and smooth-sensitivity medians that draw from the same law but consume the random
     stream differently (a refactor): a same-seed re-run then has the same datasets, other draws."""
-    import mechanisms
-
+    from dpharness import mechanisms
     for name in ("duff_median", "smooth_sensitivity_median"):
         real = mechanisms.registry.get(name)
 
@@ -706,7 +702,7 @@ def test_private_mode_detectable_degradation_by_simulation():
     counts from the mechanism's exact law, ``loss_draws`` per run, the new run's values scaled by
     1 + d, and mean and SE computed as the kind does. Simulated power >= 0.8 minus the binomial
     band at false alarm 1e-6 (R = 2000: 0.044) minus 0.02 for the normal approximation."""
-    from bench.config import load_config
+    from dpharness.bench.config import load_config
 
     name = "regress_private_mode"
     spec = load_config(BASELINE_CONFIGS[name]).spec
@@ -735,8 +731,7 @@ def test_private_mode_detectable_degradation_by_simulation():
 def em_at_half_epsilon(monkeypatch):
     """Degraded exponential mechanism: samples the real one at epsilon / 2 (a factor-2 bug in the
     utility scaling); its exact law (log_prob) is left alone."""
-    import mechanisms
-
+    from dpharness import mechanisms
     real = mechanisms.registry.get("exponential")
 
     def sample(self, data, size=None, rng=None):
@@ -755,7 +750,7 @@ def test_exponential_mechanism_at_half_epsilon_is_caught_at_the_baselines_size(m
     no cell of another mechanism may be (RNM-Gumbel has EM's law but its own code), and the chance
     that a seed breaks either statement (missed must-flag cells plus false alarms of the unchanged
     cells at their exact means) is asserted < 5e-3."""
-    from bench.config import load_config
+    from dpharness.bench.config import load_config
 
     name = "regress_private_mode"
     base = BASELINES / name

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import runner
-from bench.experiments import median_accuracy
-from bench.plots import cmd_plot
-from bench.runner import Progress, RunError, run
+from dpharness.bench import runner
+from dpharness.bench.experiments import median_accuracy
+from dpharness.bench.plots import cmd_plot
+from dpharness.bench.runner import Progress, RunError, run
 
 SMALL = {
     "name": "small",
@@ -202,7 +202,7 @@ def test_plot_command_rebuilds_figures(baseline, capsys):
 
 
 def test_cli_run_prints_table_and_reports_config_errors(tmp_path, capsys):
-    from bench.cli import main
+    from dpharness.bench.cli import main
 
     import yaml
 

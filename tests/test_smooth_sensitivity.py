@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import mechanisms
-from mechanisms import smooth_sensitivity as ss
-from mechanisms.laws import LocationScaleLaw
+from dpharness import mechanisms
+from dpharness.mechanisms import smooth_sensitivity as ss
+from dpharness.mechanisms.laws import LocationScaleLaw
 
 RELATIONS = ("replace_one", "add_remove")
 BETAS = (0.003, 0.05, 0.3, 1.0, 4.0)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.config import ConfigError, load_config
-from bench.experiments import _textbook, private_mode, randomized_response
-from bench.runner import run
+from dpharness.bench.config import ConfigError, load_config
+from dpharness.bench.experiments import _textbook, private_mode, randomized_response
+from dpharness.bench.runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {
@@ -118,7 +118,7 @@ def test_clopper_pearson_matches_scipy_binomtest():
 
 
 def test_density_curve_traces_the_exact_density():
-    from mechanisms.continuous import RevenuePrice
+    from dpharness.mechanisms.continuous import RevenuePrice
 
     law = RevenuePrice(5.0, 0.0, 3.5).distribution([1, 1, 1, 3.01])
     x, y = _textbook.density_curve(law, 50)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-import verifiers
-from verifiers import zoo
+from dpharness import verifiers
+from dpharness.verifiers import zoo
 
 VERDICT_FIELDS = ["epsilon_claimed", "delta_claimed", "epsilon_lower", "epsilon_estimate", "delta_lower", "violated",
                   "witness", "support_violation", "detectable_epsilon", "blind_delta", "summary"]
@@ -135,7 +135,7 @@ def test_wrap_and_audit_reject_bad_input():
 
 
 def test_neighbour_relations():
-    from mechanisms.base import PrivacyClaim
+    from dpharness.mechanisms.base import PrivacyClaim
 
     ar = PrivacyClaim(1.0, neighbours="add_remove")
     assert verifiers.are_neighbours([1, 2], [1, 2, 3], ar) and verifiers.are_neighbours([1, 2, 3], [2, 1], ar)

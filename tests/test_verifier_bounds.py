@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-import verifiers
-from verifiers import bounds, power
+from dpharness import verifiers
+from dpharness.verifiers import bounds, power
 
 CASES = [(0, 1), (1, 1), (0, 10), (3, 10), (10, 10), (1, 1000), (500, 1000), (999, 1000), (0, 5000),
          (17, 20000), (19990, 20000)]

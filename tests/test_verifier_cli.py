@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bench.cli import main
+from dpharness.bench.cli import main
 
 
 def _write(tmp_path, cfg, name="tiny.yaml"):
@@ -124,8 +124,8 @@ def test_missing_peers_extra_is_one_clear_message(tmp_path, capsys, monkeypatch)
 
 def test_peer_audit_when_installed():
     pytest.importorskip("diffprivlib")
-    import verifiers
-    from verifiers import peers
+    from dpharness import verifiers
+    from dpharness.verifiers import peers
 
     m = peers.build("diffprivlib_exponential", epsilon=1.0)
     v = verifiers.audit(m, [0.0, 4.0], [1.0, 3.0], samples=3000, alpha=1e-6, rng=3)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-import mechanisms
-import verifiers
-from mechanisms.laws import LocationScaleLaw
-from verifiers import zoo
-from verifiers.exact import canonical, loss_between
+from dpharness import mechanisms
+from dpharness import verifiers
+from dpharness.mechanisms.laws import LocationScaleLaw
+from dpharness.verifiers import zoo
+from dpharness.verifiers.exact import canonical, loss_between
 
 
 def test_em_missing_half_closed_form():

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import verifiers
-from verifiers import power, zoo
+from dpharness import verifiers
+from dpharness.verifiers import power, zoo
 
 MIN_POWER = 1 - 1e-6
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.config import ConfigError, Ctx, config_hash, read_yaml
+from ..bench.config import ConfigError, Ctx, config_hash, read_yaml
 
 __all__ = ["AuditSpec", "TargetSpec", "AuditConfig", "load_audit_config", "ConfigError"]
 
@@ -116,7 +116,7 @@ class AuditConfig:
 
 
 def _expand_registry_all(spec: dict) -> list[tuple[str, dict]]:
-    import mechanisms
+    from .. import mechanisms
 
     out = []
     for name in mechanisms.available():
@@ -139,7 +139,7 @@ def _parse_mechanism(ctx: Ctx, raw: Any, path: str) -> dict:
         if name not in zoo.available():
             ctx.error(f"{path}.zoo", f"unknown zoo mechanism {name!r}; accepted: {', '.join(zoo.available())}")
     if kind == "registry" and name != "all":
-        import mechanisms
+        from .. import mechanisms
 
         if name not in mechanisms.available():
             ctx.error(f"{path}.registry", f"unknown mechanism {name!r}; accepted: all, {', '.join(mechanisms.available())}")

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from mechanisms.laws import log_expm1_ratio, log_geometric_sum
+from ..mechanisms.laws import log_expm1_ratio, log_geometric_sum
 
 __all__ = ["exact", "ExactLoss", "loss_between", "canonical"]
 

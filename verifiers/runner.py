@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.tasks import make_key, task_seed
+from ..bench.tasks import make_key, task_seed
 
 from .config import AuditConfig, AuditSpec
 from .verdict import format_data
@@ -40,7 +40,7 @@ def build_mechanism(spec: dict) -> tuple[Any, str, float | None]:
         m = zoo.make(spec["zoo"], **params)
         return m, f"zoo:{spec['zoo']}", float(m.true_epsilon)
     if "registry" in spec:
-        import mechanisms
+        from .. import mechanisms
 
         if spec.get("example"):
             m, _ = mechanisms.registry.get(spec["registry"]).example()
@@ -77,7 +77,7 @@ def run_task(task: Task, root_seed: int) -> dict:
     row: dict[str, Any] = {"key": task.key, "audit": a.id, "samples": task.samples, "repeat": task.repeat,
                            "expect": a.expect, "status": "ok", "message": ""}
     try:
-        import verifiers
+        from .. import verifiers
 
         mech, name, true_eps = build_mechanism(a.mechanism)
         row["mechanism"] = name
@@ -121,7 +121,7 @@ def run_task(task: Task, root_seed: int) -> dict:
 
 def exact_rows(cfg: AuditConfig) -> list[dict]:
     """For search audits with exact mode: the exact loss of every generated pair (max kept)."""
-    import verifiers
+    from .. import verifiers
 
     out = []
     for a in cfg.audits:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
+from ..mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
 
 __all__ = ["wrap", "WrappedMechanism"]
 

@@ -23,10 +23,10 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from scipy import integrate, special
 
-from mechanisms.base import (PrivacyClaim, as_rng, check_bounds, check_choice, check_data, check_delta,
+from ..mechanisms.base import (PrivacyClaim, as_rng, check_bounds, check_choice, check_data, check_delta,
                              check_epsilon, check_positive, check_scores, check_size)
-from mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity, sample_index
-from mechanisms.smooth_sensitivity import clipped_lower_median, median_local_sensitivity, median_smooth_sensitivity
+from ..mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity, sample_index
+from ..mechanisms.smooth_sensitivity import clipped_lower_median, median_local_sensitivity, median_smooth_sensitivity
 
 from .events import Event
 

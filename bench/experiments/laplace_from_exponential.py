@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-import mechanisms
-from bench.config import Ctx
-from bench.tasks import Summary, Task, make_key
-from verifiers.exact import exact as exact_loss
+from ... import mechanisms
+from ..config import Ctx
+from ..tasks import Summary, Task, make_key
+from ...verifiers.exact import exact as exact_loss
 
 from ._textbook import clopper_pearson, md_table, new_figure, ok_rows, save
 

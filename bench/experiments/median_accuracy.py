@@ -52,10 +52,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import mechanisms
-from bench.config import REQUIRED, Ctx
-from bench.data import DataSpec, parse_data
-from bench.tasks import Summary, Task, data_rng, format_value, make_key
+from ... import mechanisms
+from ..config import REQUIRED, Ctx
+from ..data import DataSpec, parse_data
+from ..tasks import Summary, Task, data_rng, format_value, make_key
 
 __all__ = ["MechSpec", "RefRow", "Reference", "Spec", "parse", "tasks", "run_task", "summarize", "plot", "describe_results"]
 
@@ -528,7 +528,7 @@ def _heading(spec: Spec) -> str:
 
 
 def _text(spec: Spec, table: pd.DataFrame) -> str:
-    from bench.results import format_text_table
+    from ..results import format_text_table
 
     sfx = spec.suffix
     lines = [_heading(spec), ""]
@@ -598,7 +598,7 @@ def _text(spec: Spec, table: pd.DataFrame) -> str:
 def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
     """error vs epsilon (log y, ±SE bars, paper values as hollow markers), one figure per facet
     combination; plus error vs n when n varies and error vs q when q varies."""
-    from bench import plots
+    from .. import plots
 
     sfx = spec.suffix
     facets = [f for f in ("data", "n", "q") if f in table.columns and (f != "n" or _n_is_axis(spec))]

@@ -47,10 +47,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import mechanisms
-from bench.config import Ctx
-from bench.data import statsmodels_column
-from bench.tasks import Summary, Task, make_key
+from ... import mechanisms
+from ..config import Ctx
+from ..data import statsmodels_column
+from ..tasks import Summary, Task, make_key
 
 from ._textbook import clopper_pearson, hoeffding_radius, md_table, mean_interval, new_figure, ok_rows, save
 

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-import mechanisms
-from bench.config import Ctx
-from bench.tasks import Summary, Task, make_key
+from ... import mechanisms
+from ..config import Ctx
+from ..tasks import Summary, Task, make_key
 
 from ._textbook import (
     clopper_pearson,

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import mechanisms
-from bench.config import Ctx
-from bench.tasks import Summary, Task, make_key
+from ... import mechanisms
+from ..config import Ctx
+from ..tasks import Summary, Task, make_key
 
 from ._textbook import clopper_pearson, md_table, new_figure, ok_rows, save
 
