@@ -439,7 +439,7 @@ def test_update_baseline(tmp_path, capsys):
 # The committed baselines: re-run fresh and regress (the project's own CI check)
 # -------------------------------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASELINES = ROOT / "results" / "baselines"
 #: committed baseline folder -> the config that produced it
 BASELINE_CONFIGS = {

@@ -12,7 +12,7 @@ from dpharness.bench.config import ConfigError, load_config
 from dpharness.bench.experiments import _textbook, private_mode, randomized_response
 from dpharness.bench.runner import run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {
     "pumpkin": ["revenue_curve.png", "price_density.png", "price_histogram.png", "revenue_loss.png"],
     "randomized_response": ["p_truth.png", "privacy_loss.png"],

@@ -13,7 +13,7 @@ from dpharness.bench.config import ConfigError, Ctx, config_hash, load_config
 from dpharness.bench.config import cmd_validate
 from dpharness.bench.tasks import format_value, make_key, stable_hash
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 BASE = {
     "name": "t",

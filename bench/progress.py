@@ -1,0 +1,41 @@
+"""The one progress display of the harness (``run``, ``audit`` and ``bench``), built on ``tqdm``.
+
+Progress goes to stderr so that stdout stays the command's result (tables, JSON paths). A bar is
+only drawn once the work has taken longer than ``delay`` seconds, so quick commands and tests print
+nothing; on a non-terminal stream (CI logs) tqdm's in-place redraw is replaced by one line every
+``interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+__all__ = ["progress"]
+
+
+def progress(total: int, *, desc: str, initial: int = 0, unit: str = "task", enabled: bool = True,
+             stream: TextIO | None = None, delay: float = 1.0, interval: float = 5.0) -> Any:
+    """A ``tqdm`` bar over ``total`` units (``initial`` already done, e.g. reused on resume).
+
+    Use as a context manager and call ``.update(n)``; disabled bars accept the same calls.
+    """
+    stream = stream if stream is not None else sys.stderr
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=desc,
+        unit=unit,
+        file=stream,
+        disable=not enabled or total <= initial,
+        delay=delay,
+        # Off a terminal every redraw is a new line: keep them rare.
+        mininterval=0.25 if tty else interval,
+        maxinterval=max(interval, 10.0),
+        dynamic_ncols=tty,
+        ncols=None if tty else 100,
+        leave=True,
+    )
