@@ -540,7 +540,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"ok  {path}: {acfg.name} (audit, {len(tasks_of(acfg))} tasks, hash {acfg.hash})")
                 continue
             cfg = load_config(path)
-            n_tasks = len(experiments.get(cfg.experiment).tasks(cfg.spec))
+            module = experiments.get(cfg.experiment)
+            if hasattr(module, "check"):  # exactly the checks `run` makes before computing
+                module.check(cfg.spec)
+            n_tasks = len(module.tasks(cfg.spec))
             extra = ""
             if "quick" in read_yaml(path):
                 qc = load_config(path, quick=True)

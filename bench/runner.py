@@ -311,6 +311,8 @@ def run(
             raise RunError(DASK_HINT) from None
     cfg = load_config(config, quick=quick, seed=seed)
     module = experiments.get(cfg.experiment)
+    if hasattr(module, "check"):  # costly checks, before any run folder exists
+        module.check(cfg.spec)
     tasks = list(module.tasks(cfg.spec))
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):
@@ -371,6 +373,7 @@ def run(
     fig_dir.mkdir(exist_ok=True)
     drawn = module.plot(cfg.spec, results, summary.table, fig_dir) if figures else []
     fig_list = [str(Path(p).relative_to(run_dir)) for p in drawn]
+    extra_files = list(module.outputs(cfg.spec, results, summary, run_dir)) if hasattr(module, "outputs") else []
     errors = sum(1 for t in tasks if records[t.key]["status"] != "ok")
     wall = time.monotonic() - t_start
     exit_code = 1 if errors else (0 if summary.ok else 3)
@@ -400,6 +403,7 @@ def run(
         "wall_seconds": round(wall, 3),
         "task_seconds_total": round(float(sum(records[t.key]["seconds"] for t in tasks)), 3),
         "figures": fig_list,
+        "outputs": extra_files,
         **manifest_base(),
     }
     if command is not None:

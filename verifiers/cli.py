@@ -38,7 +38,8 @@ def run_audit(cfg, *, jobs: int = 1, out: str | Path | None = None, verbose: boo
     from joblib import Parallel, delayed
 
     import yaml
-    from ..bench.results import atomic_write_text, manifest_base, new_run_dir, to_markdown
+    from ..bench.results import atomic_write_text, manifest_base, new_run_dir
+    from ..bench.tables import to_markdown
 
     from . import report
     from .runner import exact_rows, run_task, tasks_of
@@ -117,7 +118,7 @@ def run_audit(cfg, *, jobs: int = 1, out: str | Path | None = None, verbose: boo
     atomic_write_text(run_dir / "manifest.json", json.dumps(manifest, indent=2, default=str))
 
     if verbose:
-        from ..bench.results import format_text_table
+        from ..bench.tables import format_text_table
 
         print(format_text_table(table[show], nd=3))
         if len(targets):

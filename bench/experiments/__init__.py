@@ -10,7 +10,14 @@ A kind module defines (see the team brief, "Experiment plugin interface")::
 
 Optional: ``CELL_COLUMNS`` / ``METRIC`` module attributes or a ``describe_results(spec) -> dict``
 function returning ``{"cell_columns": [...], "metric": "..."}`` for the regression checker
-(written into ``manifest.json``).
+(written into ``manifest.json``), and two hooks::
+
+    def check(spec) -> None          # checks too costly for parse (building every mechanism,
+                                     # probing pairs); raises ConfigError. Run by `validate` and
+                                     # before `run` creates a run folder.
+    def outputs(spec, results, summary, run_dir) -> list[str]
+                                     # extra files written into the run folder after table.csv
+                                     # (paths relative to run_dir, listed in manifest.json)
 
 A config selects its kind with ``experiment: <module name>``; adding a kind is adding a module here
 (listed in package order, no registration step and no discovery outside this package).

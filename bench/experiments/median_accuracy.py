@@ -528,7 +528,7 @@ def _heading(spec: Spec) -> str:
 
 
 def _text(spec: Spec, table: pd.DataFrame) -> str:
-    from ..results import format_text_table
+    from ..tables import format_text_table
 
     sfx = spec.suffix
     lines = [_heading(spec), ""]
