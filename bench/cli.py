@@ -1,4 +1,4 @@
-"""The ``dpharness`` command line (also ``python -m bench``).
+"""The ``dpharness`` command line (also ``python -m dpharness``).
 
 Each sub-command lives in the module that owns the work; this file only parses arguments and
 dispatches, importing lazily so that ``dpharness list`` stays fast.
@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 from typing import Sequence
+
+from .. import __version__
 
 # sub-command -> (module, function); the function takes the parsed args and returns an exit code.
 _COMMANDS = {
@@ -28,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dpharness",
         description="Reproduce, regression-test and audit differentially private selection mechanisms.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("list", help="list every registered mechanism with its parameters and privacy claim")
