@@ -19,7 +19,7 @@ _COMMANDS = {
     "run": ("dpharness.bench.runner", "cmd_run"),
     "validate": ("dpharness.bench.config", "cmd_validate"),
     "plot": ("dpharness.bench.plots", "cmd_plot"),
-    "audit": ("dpharness.verifiers.cli", "cmd_audit"),
+    "audit": ("dpharness.bench.audits.cli", "cmd_audit"),
     "regress": ("dpharness.bench.regress", "cmd_regress"),
     "bench": ("dpharness.bench.perf", "cmd_bench"),
 }
@@ -51,12 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="rebuild a run's figures from its results.csv")
     pl.add_argument("run_dir", metavar="RUN_DIR")
 
-    a = sub.add_parser("audit", help="run an audit config and report privacy verdicts")
+    a = sub.add_parser("audit", help="run an audit config (top-level audits:) and report privacy verdicts; "
+                       "resumes an interrupted run like `run`")
     a.add_argument("config", metavar="CONFIG")
-    a.add_argument("--out", metavar="DIR", default=None)
-    a.add_argument("--seed", type=int, default=None)
-    a.add_argument("--jobs", type=int, default=1)
-    a.add_argument("--quick", action="store_true", help="use the config's quick: overrides")
+    a.add_argument("--out", metavar="DIR", default=None, help="parent folder for the run (default results/)")
+    a.add_argument("--seed", type=int, default=None, help="override the config's root seed")
+    a.add_argument("--jobs", type=int, default=1, help="parallel workers, >= 1 or -1 for all cores "
+                   "(results do not depend on it)")
+    a.add_argument("--quick", action="store_true", help="apply the config's quick: caps (max_samples, max_repeat)")
+    a.add_argument("--resume", metavar="RUN_DIR", default=None, help="resume this run folder explicitly")
 
     g = sub.add_parser("regress", help="compare a new run against a baseline run, cell by cell")
     g.add_argument("new_run_dir", metavar="NEW_RUN_DIR")

@@ -1,6 +1,8 @@
-"""``dpharness audit CONFIG``: exit status, run folder, targets, config errors, peers extra."""
+"""``dpharness audit CONFIG``: the ``audit`` experiment kind run by the one runner -- exit status,
+run folder, targets, resume, --jobs independence, config errors, the peers extra."""
 
 import json
+import shutil
 import sys
 
 import pandas as pd
@@ -16,10 +18,19 @@ def _write(tmp_path, cfg, name="tiny.yaml"):
     return str(p)
 
 
+def _run_dirs(out):
+    return sorted(d.parent for d in out.rglob("config.yaml") if d.parent.name != "tasks")
+
+
 def _run_dir(out):
-    dirs = [d for d in out.rglob("manifest.json")]
+    dirs = [d.parent for d in out.rglob("manifest.json")]
     assert len(dirs) == 1
-    return dirs[0].parent
+    return dirs[0]
+
+
+def _results(run):
+    """results.csv without the timing column (everything else must be reproducible)."""
+    return pd.read_csv(run / "results.csv").drop(columns=["seconds"])
 
 
 TINY = {
@@ -51,17 +62,27 @@ def test_audit_passes_and_writes_run_folder(tmp_path, capsys):
     assert (run / "figures" / "eps_lower_vs_samples.png").is_file()
     res = pd.read_csv(run / "results.csv")
     assert len(res) == 2 * 2 + 1 + 1 and (res["status"] == "ok").all()
+    assert list(res["key"]) == list(res["task"])  # the old `key` column is kept beside the runner's `task`
     shared = res[(res["audit"] == "shared") & (res["samples"] == 950)]
     assert shared["violated"].all() and shared["support_violation"].all()
     assert (shared["epsilon_lower"] >= 5.0).all()
     assert not res[res["audit"] != "shared"]["violated"].any()
+    # exact mode over every generated pair of the search, carried by its first task
+    ex = pd.read_csv(run / "exact.csv")
+    assert list(ex["audit"]) == ["lap_search"] and ex["exact_pairs"].iloc[0] > 1
+    assert ex["exact_max_epsilon"].iloc[0] == pytest.approx(0.5, rel=1e-6) and not ex["exact_violated"].iloc[0]
     tg = pd.read_csv(run / "targets.csv")
     assert list(tg["met"]) == ["met", "met"]
     man = json.loads((run / "manifest.json").read_text())
-    assert man["status"] == "complete" and man["tasks"] == 6 and man["seed"] == 7
+    assert man["status"] == "complete" and man["experiment"] == "audit" and man["seed"] == 7
+    assert man["tasks"]["total"] == 6 and man["summary_ok"] is True
     report = (run / "report.md").read_text()
     assert "## Targets" in report and "every audit behaved as expected" in report
-    assert "every audit behaved as expected" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "every audit behaved as expected" in printed
+    table = printed.split("\n\nTargets:")[0]
+    assert max(len(line) for line in table.splitlines()) <= 120
+    assert "true" in table.splitlines()[0]  # zoo mechanisms know their true epsilon
 
 
 def test_violated_non_control_exits_1(tmp_path, capsys):
@@ -73,7 +94,8 @@ def test_violated_non_control_exits_1(tmp_path, capsys):
     assert main(["audit", _write(tmp_path, cfg), "--out", str(out)]) == 1
     run = _run_dir(out)
     man = json.loads((run / "manifest.json").read_text())
-    assert man["status"] == "failures" and any("correct claim was flagged" in p for p in man["problems"])
+    assert man["summary_ok"] is False
+    assert "FAIL: inverted: a correct claim was flagged" in (run / "report.md").read_text()
     assert "FAIL: inverted" in capsys.readouterr().out
 
 
@@ -85,15 +107,64 @@ def test_unflagged_control_exits_1(tmp_path):
     assert main(["audit", _write(tmp_path, cfg), "--out", str(tmp_path / "r")]) == 1
 
 
+def test_target_not_met_exits_1_unless_capped(tmp_path, capsys):
+    # em is correct: 0 of 1 flagged, so "violated" is not met -> exit 1; under quick caps the
+    # targets are reported but not judged.
+    cfg = {"name": "tgt", "seed": 1, "quick": {"max_repeat": 1},
+           "audits": [{"id": "em", "mechanism": {"zoo": "em"}, "pairs": "witness", "samples": [300], "alpha": 1e-6}],
+           "targets": [{"id": "Tx", "check": "violated", "audit": "em"}]}
+    path = _write(tmp_path, cfg)
+    assert main(["audit", path, "--out", str(tmp_path / "a")]) == 1
+    assert "target Tx NOT MET" in capsys.readouterr().out
+    assert main(["audit", path, "--quick", "--out", str(tmp_path / "b")]) == 0
+    assert "targets are reported, not judged" in capsys.readouterr().out
+
+
 def test_jobs_do_not_change_results(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     cfg = _write(tmp_path, TINY)
     assert main(["audit", cfg, "--out", str(a), "--jobs", "1"]) == 0
     assert main(["audit", cfg, "--out", str(b), "--jobs", "2"]) == 0
-    cols = ["key", "epsilon_lower", "count_d1", "count_d2", "violated"]
-    ra = pd.read_csv(_run_dir(a) / "results.csv")[cols].sort_values("key").reset_index(drop=True)
-    rb = pd.read_csv(_run_dir(b) / "results.csv")[cols].sort_values("key").reset_index(drop=True)
-    pd.testing.assert_frame_equal(ra, rb)
+    pd.testing.assert_frame_equal(_results(_run_dir(a)), _results(_run_dir(b)))
+
+
+def test_interrupted_audit_resumes(tmp_path, capsys):
+    # Simulate an interruption: a finished run folder loses its manifest and part of its task
+    # records; the same command must resume that folder, compute only what is missing and give
+    # the very same results.csv as the uninterrupted run.
+    cfg = _write(tmp_path, TINY)
+    full, part = tmp_path / "full", tmp_path / "part"
+    assert main(["audit", cfg, "--out", str(full)]) == 0
+    shutil.copytree(full, part)
+    run = _run_dir(part)
+    (run / "manifest.json").unlink()
+    records = sorted(p for p in (run / "tasks").rglob("*") if p.is_file())
+    assert records
+    records[0].unlink()
+    capsys.readouterr()
+    assert main(["audit", cfg, "--out", str(part)]) == 0
+    assert _run_dirs(part) == [run]  # resumed in place, no new folder
+    man = json.loads((run / "manifest.json").read_text())
+    assert 0 < man["tasks"]["computed"] < man["tasks"]["total"] == 6
+    assert man["resumed"] is True
+    pd.testing.assert_frame_equal(_results(run), _results(_run_dir(full)))
+
+
+def test_audit_config_runs_under_run_too(tmp_path):
+    # `dpharness run` on an audit config runs the same kind (exit 3 = a verdict failed; 0 here)
+    cfg = {"name": "viarun", "seed": 2, "audits": [
+        {"id": "lap", "mechanism": {"zoo": "laplace"}, "pairs": "witness", "samples": [200], "alpha": 1e-6}]}
+    assert main(["run", _write(tmp_path, cfg), "--out", str(tmp_path / "r")]) == 0
+    run = _run_dir(tmp_path / "r")
+    assert (run / "report.md").is_file() and json.loads((run / "manifest.json").read_text())["experiment"] == "audit"
+
+
+def test_experiment_config_given_to_audit_names_run(tmp_path, capsys):
+    cfg = {"name": "exp", "experiment": "randomized_response", "epsilons": [1.0]}
+    assert main(["audit", _write(tmp_path, cfg), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "dpharness run" in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize("bad,msg", [
@@ -107,25 +178,46 @@ def test_config_errors_exit_2(tmp_path, capsys, bad, msg):
     assert main(["audit", _write(tmp_path, bad), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert msg in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_all_mistakes_of_a_file_at_once(tmp_path, capsys):
+    bad = {"audits": [
+        {"id": "a", "mechanism": {"zoo": "em", "epsilon": -1}, "samples": [100]},
+        {"id": "b", "mechanism": {"zoo": "laplace", "epsilon": 1.0}, "pairs": "witness", "samples": [100],
+         "repeat": 0},
+    ]}
+    assert main(["audit", _write(tmp_path, bad), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "2 mistakes" in err and "audits[0].mechanism.epsilon" in err and "audits[1].repeat" in err
+
+
+def _hide_peers(monkeypatch):
+    for mod in list(sys.modules):
+        if mod.split(".")[0] in ("diffprivlib", "opendp", "pydp"):
+            monkeypatch.setitem(sys.modules, mod, None)
+    for mod in ("diffprivlib", "diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.accountant", "opendp",
+                "opendp.prelude", "pydp", "pydp.algorithms", "pydp.algorithms.laplacian"):
+        monkeypatch.setitem(sys.modules, mod, None)  # import raises ImportError
 
 
 def test_missing_peers_extra_is_one_clear_message(tmp_path, capsys, monkeypatch):
-    for mod in ("diffprivlib", "diffprivlib.mechanisms", "diffprivlib.tools", "opendp", "opendp.prelude", "pydp",
-                "pydp.algorithms", "pydp.algorithms.laplacian"):
-        monkeypatch.setitem(sys.modules, mod, None)  # import raises ImportError
-    cfg = {"name": "p", "audits": [{"id": "dpl", "mechanism": {"peer": "diffprivlib_exponential"}, "exact": False,
-                                    "pairs": [[[0, 4], [1, 3]]], "samples": [100]}]}
+    _hide_peers(monkeypatch)
+    cfg = {"name": "p", "audits": [
+        {"id": f"dpl{i}", "mechanism": {"peer": peer}, "exact": False, "pairs": [[[0, 4], [1, 3]]], "samples": [100]}
+        for i, peer in enumerate(["diffprivlib_exponential", "opendp_noisy_max", "diffprivlib_permute_and_flip"])]}
     code = main(["audit", _write(tmp_path, cfg), "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "pip install -e '.[peers]'" in err and "Traceback" not in err
+    assert err.count("pip install -e '.[peers]'") == 1 and "Traceback" not in err
+    assert "diffprivlib, opendp" in err and "audits[0].mechanism.peer" in err
     assert not (tmp_path / "r").exists()
 
 
 def test_peer_audit_when_installed():
     pytest.importorskip("diffprivlib")
     from dpharness import verifiers
-    from dpharness.verifiers import peers
+    from dpharness.bench import peers
 
     m = peers.build("diffprivlib_exponential", epsilon=1.0)
     v = verifiers.audit(m, [0.0, 4.0], [1.0, 3.0], samples=3000, alpha=1e-6, rng=3)

@@ -1,0 +1,17 @@
+"""Audit configs as a harness concern (``dpharness audit CONFIG``).
+
+The verifier (:mod:`verifiers`) is a library: one audit, one search, exact losses. Everything that
+turns a YAML file into verdicts lives here, and runs through the one experiment runner as the
+experiment kind ``audit`` (:mod:`bench.experiments.audit`), with its resume, manifest and progress:
+
+* :mod:`bench.audits.spec` -- the audit keys of a config, validated (every mistake at once);
+* :mod:`bench.audits.build` -- building mechanisms (zoo, registry, peers) and the up-front checks;
+* :mod:`bench.audits.task` -- one audit task (audit x sample size x repeat) as a results row;
+* :mod:`bench.audits.report` -- summary table, pass/fail judgement, targets, report.md;
+* :mod:`bench.audits.plots` -- figures;
+* :mod:`bench.audits.cli` -- the ``dpharness audit`` command.
+"""
+
+from .spec import AuditSet, AuditSpec, TargetSpec
+
+__all__ = ["AuditSet", "AuditSpec", "TargetSpec"]

@@ -1,0 +1,78 @@
+"""``dpharness audit CONFIG [--jobs N] [--out DIR] [--seed S] [--quick] [--resume RUN_DIR]``.
+
+Runs every audit of the config through the one experiment runner (kind ``audit``): progress on
+stderr, one run folder ``<out>/<config name>/<UTC timestamp>_<config hash>/`` with
+``results.csv`` (one row per task), ``table.csv`` / ``table.md``, ``targets.csv`` /
+``targets.md``, ``exact.csv``, ``report.md``, ``config.yaml``, ``manifest.json``, ``tasks/`` and
+``figures/``. Re-running the same command after an interruption resumes the unfinished folder.
+
+Exit status: 0 when every audit behaved as its ``expect`` says and every target was met (targets
+are not judged under quick caps); 1 when a correct claim was violated (statistically or exactly),
+a calibration control exceeded its binomial bound, a broken positive control was NOT flagged at its
+largest budget, a target was not met, or a task failed; 2 on a config or usage error (nothing is
+run and no folder is created); 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+__all__ = ["cmd_audit"]
+
+
+def _not_an_audit(path: str, raw: dict) -> str:
+    kind = raw.get("experiment")
+    if kind is not None or "mechanisms" in raw:
+        return (f"{path} is an experiment config (experiment: {kind or 'median_accuracy'}), not an audit config: "
+                f"run it with `dpharness run {path}`")
+    return (f"{path}: not an audit config: an audit config has a top-level `audits:` list "
+            f"(experiment configs run with `dpharness run {path}`)")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Entry point of ``dpharness audit``."""
+    from ..config import ConfigError, load_config, read_yaml
+    from ..runner import RunError, run
+
+    path = str(args.config)
+    try:
+        raw = read_yaml(path)
+        if "audits" not in raw:
+            raise ConfigError(_not_an_audit(path, raw))
+        cfg = load_config(path, quick=bool(getattr(args, "quick", False)), seed=getattr(args, "seed", None))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if cfg.experiment != "audit":
+        print(f"error: {_not_an_audit(path, raw)}", file=sys.stderr)
+        return 2
+    jobs = getattr(args, "jobs", 1)
+    spec = cfg.spec
+    n_tasks = sum(len(a.samples) * a.repeat for a in spec.audits)
+    print(f"audit {cfg.name}: {len(spec.audits)} audits, {n_tasks} tasks, jobs={jobs}, seed={cfg.seed}"
+          + (" (quick)" if cfg.quick else ""), file=sys.stderr)
+
+    def _terminate(signum: int, frame: Any) -> None:
+        # `kill` behaves like Ctrl-C: joblib stops its workers instead of leaving them orphaned.
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        res = run(cfg, jobs=jobs, out=getattr(args, "out", None), resume=getattr(args, "resume", None))
+    except (ConfigError, RunError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (NotADirectoryError, FileExistsError, PermissionError) as exc:
+        print(f"error: cannot write the run folder: {exc.strerror}: {exc.filename} (check --out)", file=sys.stderr)
+        return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(res.summary.text)
+    if res.errors:
+        print(f"{res.errors} of {res.n_tasks} tasks FAILED (status=error rows in results.csv)")
+    print(f"run folder: {res.run_dir}  ({res.n_tasks} tasks, {res.computed} computed, {res.reused} reused; "
+          f"wall {res.wall_seconds:.1f} s, jobs={jobs})")
+    return 0 if (res.summary.ok and not res.errors) else 1

@@ -1,0 +1,416 @@
+"""Audit configs (``dpharness audit CONFIG``): the kind-specific keys, validated into frozen specs.
+
+An audit config is selected by its top-level ``audits:`` key (no ``experiment:`` needed; the
+common keys ``name``, ``seed``, ``description``, ``quick`` are read by :mod:`bench.config`)::
+
+    name: audit_zoo            # run folder name (default: the file's stem)
+    seed: 20240601             # root seed; --seed overrides it
+    alpha: 0.05                # family-wise error of every audit (each audit may override it)
+    description: ...
+    quick: {max_samples: 20000, max_repeat: 20}   # applied with --quick
+    max_samples: 1000000       # optional caps (what quick: sets): sample sizes above are dropped
+    max_repeat: 50             #   (the smallest one is kept) and repeats are cut
+    audits: [...]
+    targets: [...]             # optional: benchmark targets, reported as met / not met
+
+One audit::
+
+    - id: rnm_value_pair               # unique; letters, digits, _ . -
+      mechanism: {zoo: rnm_laplace_value, epsilon: 1.0}
+                 # or {registry: exponential, ...params} / {registry: NAME, example: true}
+                 # or {registry: all} (one audit per registered mechanism, from example())
+                 # or {peer: diffprivlib_median, ...params} (bench.peers)
+      expect: broken                   # correct (default) | broken | calibration
+      pairs: witness                   # witness (zoo) | search | [[d1, d2], ...]
+      samples: [1500, 10000, 100000]   # per dataset (pairs given) or total budget (search)
+      repeat: 1                        # seeds per sample size
+      events: all                      # all | thresholds
+      exact: true                      # exact loss of each pair (where the law is exposed)
+      generator: auto                  # pair generator for search: auto | values | bits | scores | records | labels
+      true_epsilon: 2.5                # optional; zoo mechanisms know theirs
+      alpha: 0.05                      # optional override
+      selection: 0.3                   # optional share of samples used to select the event
+
+``expect``: *correct* -- any violation fails the run (exit 1); *broken* -- a positive control that
+must be flagged at its largest sample size in every repeat (a miss fails the run); *calibration*
+-- a correct, tight control run many times: its false-violation count must stay within the
+binomial bound Bin(repeat, alpha) at false-alarm 1e-6.
+
+One target::
+
+    - {id: T2, text: "...", check: violated, audit: rnm_value_pair, samples: 1500,
+       max_draws_per_dataset: 1500}
+
+checks: ``violated`` (a share >= ``min_rate`` (default 1) of the repeats flagged; optional
+``max_draws_per_dataset``), ``epsilon_lower_at_least`` (``value``; median over repeats),
+``support_violation`` (with ``value`` = minimum epsilon_lower), ``false_violation_rate``
+(``audits`` list, ``max``), ``calls_at_most`` (search audits: flagged with at most ``value``
+calls), ``wall_time_at_most`` (seconds; the invocation that completes the run).
+
+Validation is split in two: :func:`parse` checks everything that needs no mechanism (types,
+ranges, names, parameter names, data values, the memory a sample size would need) and reports
+*every* mistake of the file at once; :func:`bench.audits.build.check` builds each mechanism and
+checks the given pairs against its declared neighbour relation.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ConfigError, Ctx
+
+__all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT", "errors_at_once"]
+
+_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: Top-level keys of an audit config besides the common ones (name, seed, description, quick).
+KIND_KEYS = ("alpha", "audits", "targets", "max_samples", "max_repeat")
+AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
+              "true_epsilon", "alpha", "selection")
+CHECKS = ("violated", "epsilon_lower_at_least", "support_violation", "false_violation_rate", "calls_at_most",
+          "wall_time_at_most")
+TARGET_KEYS = ("id", "text", "check", "audit", "audits", "samples", "value", "max", "max_draws_per_dataset",
+               "min_rate")
+GENERATORS = ("auto", "values", "bits", "scores", "records", "labels")
+#: Largest sample size (draws per dataset, or total calls of a search) of one audit task. The
+#: verifier holds every draw of a dataset in memory at once (8 bytes each, two datasets), so
+#: 10^8 already needs 1.6 GB; larger budgets are repeats, not bigger tasks.
+MAX_SAMPLES = 10**8
+#: Largest ``repeat``: one task per repeat and sample size.
+MAX_REPEAT = 100_000
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """One audit (a ``registry: all`` entry expands into one per mechanism, ids ``<id>.<name>``).
+    ``index`` is the entry's position in ``audits:`` (error messages name ``audits[index]``)."""
+
+    id: str
+    mechanism: dict
+    expect: str
+    pairs: Any  # "witness" | "search" | tuple of (d1, d2)
+    samples: tuple[int, ...]
+    repeat: int
+    events: str
+    exact: bool
+    generator: str
+    true_epsilon: float | None
+    alpha: float
+    selection: float | None
+    index: int = 0
+
+    @property
+    def search(self) -> bool:
+        return self.pairs == "search"
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    id: str
+    text: str
+    check: str
+    audit: str | None = None
+    audits: tuple[str, ...] = ()
+    samples: int | None = None
+    value: float | None = None
+    max: float | None = None
+    max_draws_per_dataset: int | None = None
+    min_rate: float = 1.0
+
+
+@dataclass(frozen=True)
+class AuditSet:
+    """The spec of the ``audit`` experiment kind: every audit and target of one config."""
+
+    audits: tuple[AuditSpec, ...]
+    targets: tuple[TargetSpec, ...]
+    alpha: float
+    file: str = "<config>"
+    max_samples: int | None = None
+    max_repeat: int | None = None
+    #: Sample sizes dropped by ``max_samples`` (audit id -> sizes): targets on them are "not run".
+    dropped: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    def audit(self, audit_id: str) -> AuditSpec:
+        return next(a for a in self.audits if a.id == audit_id)
+
+
+def errors_at_once(file: str, messages: list[str]) -> ConfigError:
+    """One ConfigError for several mistakes of one file: the first line names the file and the
+    count, then one ``path: message`` line each."""
+    if len(messages) == 1:
+        return ConfigError(messages[0])
+    prefix = f"{file}: "
+    lines = [m[len(prefix):] if m.startswith(prefix) else m for m in messages]
+    return ConfigError(f"{file}: {len(messages)} mistakes:\n  " + "\n  ".join(lines))
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n / 1e3:.3g} kB"
+
+
+def _mechanism_names(kind: str) -> list[str]:
+    if kind == "zoo":
+        from ...verifiers import zoo
+
+        return zoo.available()
+    if kind == "registry":
+        from ... import mechanisms
+
+        return ["all", *mechanisms.available()]
+    from .. import peers
+
+    return list(peers.AUDIT_PEERS)
+
+
+def _mechanism_params(kind: str, name: str) -> list[str]:
+    """Accepted parameter names of a mechanism (no library is imported for peers)."""
+    if kind == "zoo":
+        from dataclasses import fields
+
+        from ...verifiers import zoo
+
+        return [f.name for f in fields(zoo.get(name).cls)]
+    if kind == "registry":
+        from ... import mechanisms
+
+        return list(mechanisms.registry.parameters(name))
+    from .. import peers
+
+    return list(peers.parameters(name))
+
+
+def _parse_mechanism(c: Ctx, raw: Any) -> dict:
+    """``mechanism:``: exactly one of zoo/registry/peer with a known name; parameter names known;
+    epsilon, delta and sensitivity in range whatever the mechanism."""
+    if raw is None:
+        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer: and the parameters")
+    c.require_mapping(raw, "mechanism")
+    kinds = [k for k in ("zoo", "registry", "peer") if k in raw]
+    if len(kinds) != 1:
+        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:"
+                + (f" (got {', '.join(kinds)})" if kinds else ""))
+    kind = kinds[0]
+    name = raw[kind]
+    names = _mechanism_names(kind)
+    if not isinstance(name, str) or name not in names:
+        what = {"zoo": "zoo mechanism", "registry": "mechanism", "peer": "peer mechanism"}[kind]
+        c.error(f"mechanism.{kind}", f"unknown {what} {name!r}; accepted: {', '.join(names)}")
+    params = {k: v for k, v in raw.items() if k not in (kind, "example")}
+    if "example" in raw:
+        if kind != "registry":
+            c.error("mechanism.example", "only registry mechanisms have an example(); accepted keys: "
+                    f"{kind}, and the parameters")
+        c.get(raw, "example", bool, path="mechanism")
+        if raw.get("example") and params:
+            c.error(f"mechanism.{next(iter(params))}", "example: true builds the registry's example(); "
+                    "drop the parameters or example: true")
+    if name == "all":
+        if params:
+            c.error(f"mechanism.{next(iter(params))}", "registry: all takes no parameters (each mechanism is built "
+                    "from its example())")
+        return dict(raw)
+    if not raw.get("example"):
+        accepted = _mechanism_params(kind, name)
+        for p in params:
+            if p not in accepted:
+                c.error(f"mechanism.{p}", f"unknown parameter of {kind} {name!r}; accepted: {', '.join(accepted)}")
+    if "epsilon" in params:
+        c.number(raw, "epsilon", lo=0.0, lo_open=True, path="mechanism")
+    if "delta" in params:
+        c.number(raw, "delta", lo=0.0, hi=1.0, hi_open=True, path="mechanism")
+    if "sensitivity" in params:
+        c.number(raw, "sensitivity", lo=0.0, lo_open=True, path="mechanism")
+    return dict(raw)
+
+
+def _check_value(c: Ctx, v: Any, path: str) -> Any:
+    """One record or score: a number (finite, or -inf for an excluded score) or a label string."""
+    if isinstance(v, bool) or v is None or isinstance(v, (list, dict)):
+        c.error(path, f"must be a number (or a label), got {v!r}")
+    if isinstance(v, numbers.Real):
+        f = float(v)
+        if math.isnan(f):
+            c.error(path, "must not be NaN (a dataset is compared record by record; NaN is not a record)")
+        if f == math.inf:
+            c.error(path, "must not be +inf (only -inf, an excluded score, is accepted)")
+        return v
+    if isinstance(v, str):
+        try:  # PyYAML reads 1e-3 as text: numeric text is a number here too
+            f = float(v)
+        except ValueError:
+            return v
+        return _check_value(c, f, path)
+    c.error(path, f"must be a number (or a label), got {v!r}")
+
+
+def _check_dataset(c: Ctx, d: Any, path: str) -> Any:
+    """A dataset: a number (value/bit data) or a non-empty list of records / scores."""
+    if isinstance(d, str):
+        c.error(path, f"must be a number or a list of records, got the text {d!r}")
+    if isinstance(d, list):
+        return [_check_value(c, v, f"{path}[{i}]") for i, v in enumerate(d)]
+    return _check_value(c, d, path)
+
+
+def _parse_pairs(c: Ctx, raw: Any) -> Any:
+    if raw in ("witness", "search"):
+        return raw
+    if not isinstance(raw, list) or not raw:
+        c.error("pairs", f"must be witness, search or a non-empty list of [d1, d2] pairs, got {raw!r}")
+    out = []
+    for i, p in enumerate(raw):
+        if not isinstance(p, list) or len(p) != 2:
+            c.error(f"pairs[{i}]", f"must be a pair [d1, d2], got {p!r}")
+        out.append((_check_dataset(c, p[0], f"pairs[{i}][0]"), _check_dataset(c, p[1], f"pairs[{i}][1]")))
+    return tuple(out)
+
+
+def _parse_samples(c: Ctx, raw: dict) -> tuple[int, ...]:
+    v = raw.get("samples")
+    items = v if isinstance(v, list) else [v]
+    for i, s in enumerate(items):
+        # Read the size first as a float: 1e14 must get the memory message, not a type error.
+        if isinstance(s, (numbers.Real, str)) and not isinstance(s, bool):
+            try:
+                f = float(s)
+            except ValueError:
+                continue
+            if math.isfinite(f) and f > MAX_SAMPLES:
+                path = f"samples[{i}]" if isinstance(v, list) else "samples"
+                c.error(path, f"{s} is too large: {f:.3g} draws per dataset would hold at least "
+                        f"{_fmt_bytes(2 * 8 * f)} of outputs in memory (8 bytes per draw, 2 datasets); at most "
+                        f"{MAX_SAMPLES:,} per task (use repeat: for more evidence)")
+    return tuple(int(s) for s in c.grid(raw, "samples", int, lo=8))
+
+
+def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None, int | None],
+                 dropped: list[tuple[str, tuple[int, ...]]]) -> list[AuditSpec]:
+    c.require_mapping(raw)
+    c.reject_unknown(raw, AUDIT_KEYS)
+    aid = c.get(raw, "id", str)
+    if not _ID.match(aid):
+        c.error("id", f"must use letters, digits, _ . - only, got {aid!r}")
+    mech = _parse_mechanism(c, raw.get("mechanism"))
+    expect = c.choice(raw, "expect", ("correct", "broken", "calibration"), "correct")
+    pairs = _parse_pairs(c, raw.get("pairs", "witness"))
+    if pairs == "witness" and "zoo" not in mech:
+        c.error("pairs", "witness pairs exist only for zoo mechanisms; use search or a list of pairs")
+    samples = _parse_samples(c, raw)
+    repeat = int(c.number(raw, "repeat", 1, lo=1, hi=MAX_REPEAT, integer=True))
+    max_samples, max_repeat = caps
+    if max_samples is not None:
+        kept = tuple(s for s in samples if s <= max_samples) or (min(samples),)
+        if kept != samples:
+            dropped.append((aid, tuple(s for s in samples if s not in kept)))
+        samples = kept
+    if max_repeat is not None:
+        repeat = min(repeat, max_repeat)
+    events = c.choice(raw, "events", ("all", "thresholds"), "all")
+    exact = bool(c.get(raw, "exact", bool, True))
+    generator = c.choice(raw, "generator", GENERATORS, "auto")
+    if generator != "auto" and pairs != "search":
+        c.error("generator", "is used only with pairs: search")
+    te = c.number(raw, "true_epsilon", None, lo=0.0)
+    a = float(c.number(raw, "alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    sel = c.number(raw, "selection", None, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    base = dict(expect=expect, pairs=pairs, samples=samples, repeat=repeat, events=events, exact=exact,
+                generator=generator, true_epsilon=None if te is None else float(te), alpha=a,
+                selection=None if sel is None else float(sel), index=i)
+    if mech.get("registry") == "all":
+        if pairs != "search":
+            c.error("pairs", "registry: all needs pairs: search (pairs come from each mechanism's generator)")
+        from ... import mechanisms
+
+        return [AuditSpec(id=f"{aid}.{name}", mechanism={"registry": name, "example": True}, **base)
+                for name in mechanisms.available()]
+    return [AuditSpec(id=aid, mechanism=mech, **base)]
+
+
+def _parse_target(c: Ctx, raw: Any, ids: set[str]) -> TargetSpec:
+    c.require_mapping(raw)
+    c.reject_unknown(raw, TARGET_KEYS)
+    tid = c.get(raw, "id", str)
+    check = c.choice(raw, "check", CHECKS)
+    audit = c.get(raw, "audit", str, None)
+    audits_raw = raw.get("audits") or []
+    if not isinstance(audits_raw, list):
+        c.error("audits", f"must be a list of audit ids, got {audits_raw!r}")
+    if audit is not None and audit not in ids:
+        c.error("audit", f"unknown audit id {audit!r}; accepted: {', '.join(sorted(ids))}")
+    for j, a in enumerate(audits_raw):
+        if a not in ids:
+            c.error(f"audits[{j}]", f"unknown audit id {a!r}; accepted: {', '.join(sorted(ids))}")
+    if check not in ("false_violation_rate", "wall_time_at_most") and audit is None:
+        c.error("audit", f"is required for check {check}")
+    samples = c.number(raw, "samples", None, lo=1, integer=True)
+    value = c.number(raw, "value", None)
+    mx = c.number(raw, "max", None)
+    mdd = c.number(raw, "max_draws_per_dataset", None, lo=1, integer=True)
+    min_rate = float(c.number(raw, "min_rate", 1.0, lo=0.0, hi=1.0))
+    if check in ("epsilon_lower_at_least", "calls_at_most", "wall_time_at_most", "support_violation") and value is None:
+        c.error("value", f"is required for check {check}")
+    if check == "false_violation_rate" and mx is None:
+        c.error("max", "is required for check false_violation_rate (with audits: [...])")
+    if check == "false_violation_rate" and not audits_raw:
+        c.error("audits", "is required for check false_violation_rate: a list of audit ids")
+    return TargetSpec(id=tid, text=c.get(raw, "text", str, ""), check=check, audit=audit, audits=tuple(audits_raw),
+                      samples=None if samples is None else int(samples), value=None if value is None else float(value),
+                      max=None if mx is None else float(mx), max_draws_per_dataset=None if mdd is None else int(mdd),
+                      min_rate=min_rate)
+
+
+def _cap(ctx: Ctx, raw: dict, key: str, lo: int) -> int | None:
+    v = ctx.number(raw, key, None, lo=lo, integer=True)
+    return None if v is None else int(v)
+
+
+def parse(raw: dict, ctx: Ctx) -> AuditSet:
+    """Validate the audit keys of a config (common keys already removed); every mistake of the
+    file is collected and raised as one :class:`ConfigError` (one ``path: message`` line each)."""
+    errors: list[str] = []
+
+    def attempt(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ConfigError as exc:
+            errors.append(str(exc))
+            return None
+
+    for k in raw:
+        if k not in KIND_KEYS:
+            attempt(ctx.error, k, "unknown key; accepted: name, seed, description, quick, " + ", ".join(KIND_KEYS))
+    alpha = attempt(lambda: float(ctx.number(raw, "alpha", 0.05, lo=0.0, hi=1.0, lo_open=True, hi_open=True)))
+    max_samples = attempt(_cap, ctx, raw, "max_samples", 8)
+    max_repeat = attempt(_cap, ctx, raw, "max_repeat", 1)
+    audits_raw = raw.get("audits")
+    audits: list[AuditSpec] = []
+    dropped: list[tuple[str, tuple[int, ...]]] = []
+    if not isinstance(audits_raw, list) or not audits_raw:
+        attempt(ctx.error, "audits", "is required: a non-empty list of audits")
+        audits_raw = []
+    for i, a in enumerate(audits_raw):
+        got = attempt(_parse_audit, ctx.at("audits", i), a, i, alpha if alpha is not None else 0.05,
+                      (max_samples, max_repeat), dropped)
+        audits.extend(got or [])
+    ids = [a.id for a in audits]
+    seen: set[str] = set()
+    for a in audits:
+        if a.id in seen:
+            attempt(ctx.error, ("audits", a.index, "id"), f"duplicate audit id {a.id!r} (ids must be unique)")
+        seen.add(a.id)
+    targets_raw = raw.get("targets") or []
+    if not isinstance(targets_raw, list):
+        attempt(ctx.error, "targets", "must be a list of targets")
+        targets_raw = []
+    targets = [attempt(_parse_target, ctx.at("targets", i), t, set(ids)) for i, t in enumerate(targets_raw)]
+    if errors:
+        raise errors_at_once(ctx.file, errors)
+    return AuditSet(audits=tuple(audits), targets=tuple(t for t in targets if t is not None), alpha=float(alpha),
+                    file=ctx.file, max_samples=max_samples, max_repeat=max_repeat, dropped=tuple(dropped))

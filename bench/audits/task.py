@@ -1,0 +1,98 @@
+"""One audit task: an audit at one sample size and one repeat, as one flat results row.
+
+Runs in a worker of the one runner (:func:`bench.runner.run`); the mechanism is rebuilt there from
+its picklable spec. The verifier's integer seed is drawn from the task's generator, which the
+runner derives from the root seed and the task *key* -- so a row does not depend on ``--jobs``,
+on the order of the config or on which tasks an interrupted run had already finished.
+
+The first task of a search audit with ``exact: true`` (first sample size, repeat 0) also computes
+the exact privacy loss over *every* pair the search generates (``allpairs_*`` columns, written to
+``exact.csv``): it is part of a task so that it runs in parallel and is kept across a resume.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .build import build_mechanism, given_pairs
+from .spec import AuditSpec
+
+__all__ = ["run_audit_task", "exact_over_pairs", "ALLPAIRS_COLUMNS"]
+
+#: Columns of the exact loss over every generated pair (first task of search audits with exact mode).
+ALLPAIRS_COLUMNS = ("allpairs_exact_pairs", "allpairs_exact_epsilon", "allpairs_exact_delta",
+                    "allpairs_exact_violated", "allpairs_exact_support_violation", "allpairs_exact_pair",
+                    "allpairs_exact_d1", "allpairs_exact_d2", "allpairs_exact_message")
+
+
+def exact_over_pairs(mech: Any, generator: str) -> dict[str, Any]:
+    """Exact loss of every pair of ``pairs_for(mech, generator)`` that has an exact law; the worst
+    pair (largest delta for (epsilon, delta) claims, else largest epsilon) is kept."""
+    from ... import verifiers
+    from ...verifiers.verdict import format_data
+
+    best = None
+    n_ok = 0
+    for p in verifiers.pairs_for(mech, generator):
+        try:
+            ex = verifiers.exact(mech, p.d1, p.d2)
+        except (ValueError, NotImplementedError):
+            continue
+        n_ok += 1
+        key = ex.delta if mech.claim.delta > 0 else ex.epsilon
+        if best is None or key > best[0]:
+            best = (key, ex, p)
+    if best is None:
+        return {"allpairs_exact_pairs": 0, "allpairs_exact_message": "no exact law: statistical audit only"}
+    _, ex, p = best
+    return {"allpairs_exact_pairs": n_ok, "allpairs_exact_epsilon": ex.epsilon, "allpairs_exact_delta": ex.delta,
+            "allpairs_exact_violated": ex.violated, "allpairs_exact_support_violation": ex.support_violation,
+            "allpairs_exact_pair": p.label, "allpairs_exact_d1": format_data(p.d1),
+            "allpairs_exact_d2": format_data(p.d2), "allpairs_exact_message": ""}
+
+
+def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Audit ``a`` at ``samples`` (per dataset, or the total budget of a search), seeded from ``rng``.
+
+    Given pairs are audited each at ``alpha / #pairs`` (Bonferroni) and the highest certified
+    bound is kept. Exceptions propagate: the runner records the task as an error (retried on resume).
+    """
+    from ... import verifiers
+
+    mech, name, true_eps = build_mechanism(a.mechanism)
+    seed = int(rng.integers(0, 2**62))
+    row: dict[str, Any] = {"key": "", "audit": a.id, "samples": samples, "repeat": repeat, "expect": a.expect,
+                           "mechanism": name}
+    row["true_epsilon"] = a.true_epsilon if a.true_epsilon is not None else (true_eps if true_eps is not None else math.nan)
+    kw = {} if a.selection is None else {"selection": a.selection}
+    if a.search:
+        v = verifiers.search(mech, generator=a.generator, budget=samples, alpha=a.alpha, rng=seed, **kw)
+        label = v.witness.pair_label if v.witness else ""
+    else:
+        best = None
+        pairs = given_pairs(a, mech)
+        for i, (d1, d2, lab) in enumerate(pairs):
+            vi = verifiers.audit(mech, d1, d2, samples=samples, alpha=a.alpha / len(pairs), rng=seed + i,
+                                 events=a.events, **kw)
+            if best is None or vi.epsilon_lower > best[0].epsilon_lower:
+                best = (vi, lab)
+        v, label = best  # type: ignore[misc]
+    row.update(v.row())
+    row["pair"] = label
+    row["alpha"] = a.alpha
+    row["summary"] = v.summary
+    if v.witness is not None:
+        row["draws_per_dataset"] = int(v.witness.selection_samples + max(v.witness.draws))
+    # Exact loss of the certified pair: once per sample size for given pairs (the pair is the
+    # same in every repeat, and some laws need quadratures), on every search (pairs differ).
+    if a.exact and v.witness is not None and (repeat == 0 or a.search):
+        try:
+            row.update(verifiers.exact(mech, v.witness.d1, v.witness.d2).row())
+        except (ValueError, NotImplementedError) as exc:
+            row["exact_method"] = f"n/a: {str(exc)[:80]}"
+    if a.search and a.exact and repeat == 0 and samples == a.samples[0]:
+        row.update(exact_over_pairs(mech, a.generator))
+    return row
