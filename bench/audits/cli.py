@@ -38,18 +38,23 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..runner import RunError, run
 
     path = str(args.config)
+    jobs = getattr(args, "jobs", 1)
+    if jobs == 0 or jobs < -1:  # as `run` refuses it (bench.runner.run), before anything is printed
+        print(f"error: --jobs must be a positive integer or -1 (all cores), got {jobs}", file=sys.stderr)
+        return 2
     try:
         raw = read_yaml(path)
         if "audits" not in raw:
             raise ConfigError(_not_an_audit(path, raw))
         cfg = load_config(path, quick=bool(getattr(args, "quick", False)), seed=getattr(args, "seed", None))
+        if cfg.experiment != "audit":
+            raise ConfigError(_not_an_audit(path, raw))
+        # The costly checks (build every mechanism, check every pair) before anything is printed;
+        # run() repeats them (a fraction of a second) before it creates the run folder.
+        cfg.module.check(cfg.spec)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if cfg.experiment != "audit":
-        print(f"error: {_not_an_audit(path, raw)}", file=sys.stderr)
-        return 2
-    jobs = getattr(args, "jobs", 1)
     spec = cfg.spec
     n_tasks = sum(len(a.samples) * a.repeat for a in spec.audits)
     print(f"audit {cfg.name}: {len(spec.audits)} audits, {n_tasks} tasks, jobs={jobs}, seed={cfg.seed}"

@@ -186,6 +186,17 @@ def _mechanism_params(kind: str, name: str) -> list[str]:
     return list(peers.parameters(name))
 
 
+def _is_word(v: Any) -> bool:
+    """Text that is not a number (PyYAML reads 1e-3 as text)."""
+    if not isinstance(v, str):
+        return False
+    try:
+        float(v)
+    except ValueError:
+        return True
+    return False
+
+
 def _parse_mechanism(c: Ctx, raw: Any) -> dict:
     """``mechanism:``: exactly one of zoo/registry/peer with a known name; parameter names known;
     epsilon, delta and sensitivity in range whatever the mechanism."""
@@ -225,7 +236,8 @@ def _parse_mechanism(c: Ctx, raw: Any) -> dict:
         c.number(raw, "epsilon", lo=0.0, lo_open=True, path="mechanism")
     if "delta" in params:
         c.number(raw, "delta", lo=0.0, hi=1.0, hi_open=True, path="mechanism")
-    if "sensitivity" in params:
+    if "sensitivity" in params and not _is_word(params["sensitivity"]):
+        # (a word is a named sensitivity, e.g. smooth_sensitivity_median's replace_one: its builder checks it)
         c.number(raw, "sensitivity", lo=0.0, lo_open=True, path="mechanism")
     return dict(raw)
 
@@ -284,9 +296,9 @@ def _parse_samples(c: Ctx, raw: dict) -> tuple[int, ...]:
                 continue
             if math.isfinite(f) and f > MAX_SAMPLES:
                 path = f"samples[{i}]" if isinstance(v, list) else "samples"
-                c.error(path, f"{s} is too large: {f:.3g} draws per dataset would hold at least "
-                        f"{_fmt_bytes(2 * 8 * f)} of outputs in memory (8 bytes per draw, 2 datasets); at most "
-                        f"{MAX_SAMPLES:,} per task (use repeat: for more evidence)")
+                c.error(path, f"too large: {f:.3g} draws per dataset need at least {_fmt_bytes(2 * 8 * f)} of "
+                        f"memory for the outputs alone (8 bytes per draw, 2 datasets); the cap is {MAX_SAMPLES:,} "
+                        "per task (use repeat: for more evidence)")
     return tuple(int(s) for s in c.grid(raw, "samples", int, lo=8))
 
 
