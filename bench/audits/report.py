@@ -42,11 +42,14 @@ def _ok(results: pd.DataFrame) -> pd.DataFrame:
     return results[results["status"] == "ok"] if "status" in results else results
 
 
+def _truthy(v: Any) -> bool:
+    """A flag from results (bool, or text read back from CSV); missing (NaN, None) is False."""
+    return v is True or (not isinstance(v, bool) and str(v).strip().lower() in ("true", "1", "1.0", "yes"))
+
+
 def _flag(col: pd.Series) -> pd.Series:
-    """A boolean column read back from CSV (True/False, or text) as bool."""
-    if col.dtype == bool:
-        return col
-    return col.map(lambda v: str(v).strip().lower() in ("true", "1", "yes"))
+    """A boolean column of results as bool (missing values of failed tasks are False)."""
+    return col if col.dtype == bool else col.map(_truthy)
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
@@ -137,7 +140,7 @@ def judge(aset: AuditSet, results: pd.DataFrame, table: pd.DataFrame) -> list[st
                 problems.append(f"{a.id}: exact mode says the claim is violated on the witness pair")
     ex = exact_table(results)
     for _, e in ex.iterrows():
-        if bool(_flag(pd.Series([e.get("exact_violated", False)])).iloc[0]) and e["expect"] in ("correct", "calibration"):
+        if _truthy(e.get("exact_violated", False)) and e["expect"] in ("correct", "calibration"):
             problems.append(f"{e['audit']}: exact mode finds a violation on {e.get('exact_pair')} "
                             f"(epsilon {float(e.get('exact_max_epsilon')):.4g}, delta {float(e.get('exact_max_delta')):.3g})")
     return problems

@@ -222,3 +222,27 @@ def test_peer_audit_when_installed():
     m = peers.build("diffprivlib_exponential", epsilon=1.0)
     v = verifiers.audit(m, [0.0, 4.0], [1.0, 3.0], samples=3000, alpha=1e-6, rng=3)
     assert not v.violated and m.kind == "finite"
+
+
+def test_failing_task_is_an_error_row_exit_1_and_retried(tmp_path, capsys, monkeypatch):
+    from dpharness.bench.experiments import audit as kind
+
+    real = kind.run_audit_task
+
+    def flaky(a, samples, repeat, rng):
+        if a.id == "em_ok":
+            raise RuntimeError("simulated worker failure")
+        return real(a, samples, repeat, rng)
+
+    monkeypatch.setattr(kind, "run_audit_task", flaky)
+    cfg, out = _write(tmp_path, TINY), tmp_path / "r"
+    assert main(["audit", cfg, "--out", str(out)]) == 1  # --jobs 1 runs in this process
+    printed = capsys.readouterr().out
+    assert "em_ok (samples 2000, repeat 0): task error: RuntimeError: simulated worker failure" in printed
+    run = _run_dir(out)
+    res = pd.read_csv(run / "results.csv")
+    assert list(res.loc[res["status"] == "error", "audit"]) == ["em_ok"]
+    monkeypatch.setattr(kind, "run_audit_task", real)
+    assert main(["audit", cfg, "--out", str(out)]) == 0  # the same command retries the failed task only
+    man = json.loads((run / "manifest.json").read_text())
+    assert man["tasks"]["computed"] == 1 and (pd.read_csv(run / "results.csv")["status"] == "ok").all()
