@@ -4,6 +4,7 @@ run folder, targets, resume, --jobs independence, config errors, the peers extra
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -246,3 +247,25 @@ def test_failing_task_is_an_error_row_exit_1_and_retried(tmp_path, capsys, monke
     assert main(["audit", cfg, "--out", str(out)]) == 0  # the same command retries the failed task only
     man = json.loads((run / "manifest.json").read_text())
     assert man["tasks"]["computed"] == 1 and (pd.read_csv(run / "results.csv")["status"] == "ok").all()
+
+
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("audit_*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_shipped_audit_configs_validate(path):
+    from dpharness.bench import peers
+    from dpharness.bench.config import ConfigError, load_config
+
+    for quick in (False, True):
+        cfg = load_config(path, quick=quick)
+        assert cfg.experiment == "audit" and cfg.name == path.stem and cfg.module.tasks(cfg.spec)
+        if "peer" in str(cfg.raw["audits"]) and any(peers.version(d) is None for d in ("diffprivlib", "opendp",
+                                                                                        "python-dp")):
+            with pytest.raises(ConfigError, match="not installed"):
+                cfg.module.check(cfg.spec)
+        else:
+            cfg.module.check(cfg.spec)
+    full, quick = load_config(path), load_config(path, quick=True)
+    assert full.hash != quick.hash  # quick caps are part of the resolved config
+    assert len(quick.module.tasks(quick.spec)) <= len(full.module.tasks(full.spec))
