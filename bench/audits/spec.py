@@ -345,7 +345,9 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
     return [AuditSpec(id=aid, mechanism=mech, **base)]
 
 
-def _parse_target(c: Ctx, raw: Any, ids: set[str]) -> TargetSpec:
+def _parse_target(c: Ctx, raw: Any, sizes: dict[str, set[int]]) -> TargetSpec:
+    """One target; ``sizes`` maps every audit id to its sample sizes (before any cap)."""
+    ids = set(sizes)
     c.require_mapping(raw)
     c.reject_unknown(raw, TARGET_KEYS)
     tid = c.get(raw, "id", str)
@@ -362,6 +364,9 @@ def _parse_target(c: Ctx, raw: Any, ids: set[str]) -> TargetSpec:
     if check not in ("false_violation_rate", "wall_time_at_most") and audit is None:
         c.error("audit", f"is required for check {check}")
     samples = c.number(raw, "samples", None, lo=1, integer=True)
+    if samples is not None and audit is not None and int(samples) not in sizes[audit]:
+        c.error("samples", f"audit {audit!r} runs no sample size {int(samples)}; accepted: "
+                f"{', '.join(map(str, sorted(sizes[audit])))}")
     value = c.number(raw, "value", None)
     mx = c.number(raw, "max", None)
     mdd = c.number(raw, "max_draws_per_dataset", None, lo=1, integer=True)
@@ -411,7 +416,6 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
         got = attempt(_parse_audit, ctx.at("audits", i), a, i, alpha if alpha is not None else 0.05,
                       (max_samples, max_repeat), dropped)
         audits.extend(got or [])
-    ids = [a.id for a in audits]
     seen: set[str] = set()
     for a in audits:
         if a.id in seen:
@@ -421,7 +425,10 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
     if not isinstance(targets_raw, list):
         attempt(ctx.error, "targets", "must be a list of targets")
         targets_raw = []
-    targets = [attempt(_parse_target, ctx.at("targets", i), t, set(ids)) for i, t in enumerate(targets_raw)]
+    sizes = {a.id: set(a.samples) for a in audits}
+    for aid, gone in dropped:
+        sizes[aid] = sizes.get(aid, set()) | set(gone)
+    targets = [attempt(_parse_target, ctx.at("targets", i), t, sizes) for i, t in enumerate(targets_raw)]
     if errors:
         raise errors_at_once(ctx.file, errors)
     return AuditSet(audits=tuple(audits), targets=tuple(t for t in targets if t is not None), alpha=float(alpha),

@@ -103,6 +103,8 @@ CASES = [
      ("targets[0].audit", "unknown audit id")),
     ("target_unknown_check", {**cfg(audit()), "targets": [{"id": "T", "check": "fast", "audit": "a"}]},
      ("targets[0].check",)),
+    ("target_samples_not_run", {**cfg(audit()), "targets": [{"id": "T", "check": "violated", "audit": "a",
+                                                              "samples": 1500}]}, ("targets[0].samples", "100")),
     ("target_missing_value", {**cfg(audit()), "targets": [{"id": "T", "check": "epsilon_lower_at_least",
                                                             "audit": "a"}]}, ("targets[0].value", "required")),
     ("every_mistake_at_once", cfg(audit(mechanism={"zoo": "laplace", "epsilon": -1}), {**audit(repeat=0), "id": "b"},
