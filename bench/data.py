@@ -20,8 +20,15 @@ vary the mechanism's noise), or resampled ``n`` rows per dataset with ``sample: 
 replacement) or ``sample: subsample`` (without). Rows with missing values are dropped.
 
 Optional ``lower``/``upper`` declare this data's own range (used instead of the experiment's
-top-level range, e.g. ages in [0, 120] next to income codes in [1, 24]). Optional ``label`` names the data in tables and task keys (default: the generator name, or
-``dataset.column``, plus the grid parameters that vary). Datasets are generated from
+top-level range, e.g. ages in [0, 120] next to income codes in [1, 24]). Data entirely outside its
+range is a config error (:meth:`DataSpec.outside`: every point would be clipped to a bound); data
+partly outside is clipped and counted (the ``clipped`` column of median_accuracy results).
+Optional ``label`` names the data in tables and task keys (default: the generator name, or
+``dataset.column``, plus the grid parameters that vary).
+
+Bad data is refused when the config is read, naming the field and the source: a missing file or a
+directory given as ``csv:``, an empty or non-UTF-8 file, a missing column (closest name offered), a
+non-numeric cell (its row and line), infinities, or a column with no values left. Datasets are generated from
 :func:`bench.tasks.data_rng` keyed by :meth:`DataSpec.data_key`, which depends on the data's
 identity (source and parameters, not the label) and the dataset index only.
 """
@@ -30,16 +37,17 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from .config import Ctx
+from .config import Ctx, did_you_mean
 from .tasks import format_value
 
-__all__ = ["GENERATORS", "DataSpec", "parse_data", "statsmodels_column", "csv_column"]
+__all__ = ["GENERATORS", "DataSpec", "parse_data", "statsmodels_column", "csv_column", "describe_generators"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,17 @@ GENERATORS: dict[str, _Gen] = {
     "integers": _Gen({"low": 0.0, "high": 10.0}, (), _integers, "uniform integers in [low, high] (ties)"),
     "constant": _Gen({"value": 0.0}, (), lambda r, n, p: np.full(n, float(p["value"])), "n copies of value (all ties)"),
 }
+#: Where each generator's values lie (closed hull; parameters -> (low, high)); the others take
+#: every real value. Used to refuse data that lies entirely outside the declared range.
+_SUPPORT: dict[str, Callable[[dict], tuple[float, float]]] = {
+    "uniform": lambda p: (p["low"], p["high"]),
+    "integers": lambda p: (p["low"], p["high"]),
+    "constant": lambda p: (p["value"], p["value"]),
+    "lognormal": lambda p: (0.0, math.inf),
+    "exponential": lambda p: (0.0, math.inf),
+    "gamma": lambda p: (0.0, math.inf),
+    "poisson": lambda p: (0.0, math.inf),
+}
 _SOURCES = ("generator", "dataset", "csv")
 _MAX_N = 10**8
 
@@ -91,11 +110,22 @@ def statsmodels_column(dataset: str, column: str) -> np.ndarray:
 
 @functools.lru_cache(maxsize=32)
 def csv_column(path: str, column: str) -> np.ndarray:
-    """The numeric column of a CSV file, NaN rows dropped (read-only array)."""
+    """The numeric column of a CSV file, missing cells dropped (read-only array).
+
+    Raises ValueError naming the first cell that is not a number (its row and file line).
+    """
     import pandas as pd
 
-    frame = pd.read_csv(path, usecols=[column])
-    x = np.asarray(pd.to_numeric(frame[column], errors="raise").dropna(), dtype=np.float64)
+    values = pd.read_csv(path, usecols=[column])[column]
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        numeric = pd.to_numeric(values, errors="coerce")
+        bad = np.flatnonzero(numeric.isna().to_numpy() & values.notna().to_numpy())
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"column {column!r} is not numeric: row {i + 1} (line {i + 2} of the file) is "
+                             f"{values.iloc[i]!r}" + (f", and {bad.size - 1} more such rows" if bad.size > 1 else ""))
+        values = numeric
+    x = np.asarray(values.dropna(), dtype=np.float64)
     x.setflags(write=False)
     return x
 
@@ -131,6 +161,8 @@ class DataSpec:
     bounds : (float, float) or None
         A declared range ``lower``/``upper`` for this data (e.g. ages in [0, 120]); experiments use
         it instead of their top-level range. It never depends on the data values.
+    where : str
+        Dotted config path of the entry (``data`` or ``data[1]``), for messages; not identity.
     """
 
     label: str
@@ -141,6 +173,7 @@ class DataSpec:
     sample: str = "generate"
     path: str | None = None
     bounds: tuple[float, float] | None = None
+    where: str = field(default="", compare=False)
 
     @property
     def identity(self) -> str:
@@ -178,6 +211,28 @@ class DataSpec:
             return col[rng.integers(0, col.size, size=self.n)]
         return col[rng.choice(col.size, size=self.n, replace=False)]
 
+    def outside(self, bounds: tuple[float, float]) -> str | None:
+        """A message when every data point lies outside ``bounds`` = [lower, upper] (each would be
+        clipped to a bound: the private statistic would say nothing about the data), else None.
+
+        Decided without drawing: from the real column, or from the generator's support.
+        """
+        lo, hi = bounds
+        if self.source == "generator":
+            comps = dict(self.params)["components"] if self.name == "mixture" else ((self.name, 1.0, self.params),)
+            hulls = [_SUPPORT[c[0]](dict(c[2])) if c[0] in _SUPPORT else (-math.inf, math.inf) for c in comps]
+            if all(b < lo or a > hi for a, b in hulls):
+                what = ", ".join(f"[{format_value(a)}, {format_value(b)}]" for a, b in hulls)
+                return (f"every data point lies outside [lower, upper] = [{format_value(lo)}, {format_value(hi)}]: "
+                        f"{self.name} takes values in {what}; each would be clipped to a bound")
+            return None
+        x = self._column()
+        if x.size and np.all((x < lo) | (x > hi)):
+            return (f"every data point lies outside [lower, upper] = [{format_value(lo)}, {format_value(hi)}]: "
+                    f"{self.label} has values in [{format_value(float(x.min()))}, {format_value(float(x.max()))}]; "
+                    f"each would be clipped to a bound")
+        return None
+
 
 def _fmt_params(params: tuple) -> str:
     parts = []
@@ -201,89 +256,95 @@ def _draw(name: str, params: dict, n: int, rng: np.random.Generator) -> np.ndarr
     return np.asarray(GENERATORS[name].draw(rng, n, params), dtype=np.float64)
 
 
-def _check_gen_params(ctx: Ctx, name: str, p: dict, path: str) -> None:
-    g = GENERATORS[name]
-    for k in g.positive:
-        ctx.check_number(p[k], f"{path}.{k}" if path else k, lo=0, lo_open=True)
-    if name in ("uniform", "integers") and not p["low"] < p["high"]:
-        ctx.error(f"{path}.high" if path else "high", f"must be > low ({format_value(p['low'])}), got {format_value(p['high'])}")
+def _check_gen_params(ctx: Ctx, name: str, p: dict) -> bool:
+    """Cross-parameter rules of a generator (each parameter already read as a finite number)."""
+    for k in GENERATORS[name].positive:
+        if not ctx.failed(k):
+            ctx.check_number(p[k], k, lo=0, lo_open=True)
     if name == "integers":
         for k in ("low", "high"):
-            ctx.check_number(p[k], f"{path}.{k}" if path else k, integer=True)
+            if not ctx.failed(k):
+                ctx.check_number(p[k], k, integer=True)
+    if name in ("uniform", "integers") and not p["low"] < p["high"] and not ctx.failed("low", "high"):
+        ctx.report("high", f"must be > low ({format_value(p['low'])}), got {format_value(p['high'])}")
+    return not ctx.failed("")
 
 
-def _parse_component(raw: Any, ctx: Ctx) -> tuple:
-    ctx.require_mapping(raw)
+def _parse_component(raw: Any, ctx: Ctx) -> tuple | None:
+    raw = ctx.require_mapping(raw)
     name = ctx.choice(raw, "generator", tuple(GENERATORS))
+    if ctx.failed("generator"):
+        return None
     g = GENERATORS[name]
     ctx.reject_unknown(raw, ("generator", "weight", *g.params))
     weight = ctx.number(raw, "weight", lo=0, lo_open=True)
     p = {k: ctx.number(raw, k, d) for k, d in g.params.items()}
-    _check_gen_params(ctx, name, p, "")
-    return (name, weight, tuple(sorted(p.items())))
+    return (name, weight, tuple(sorted(p.items()))) if _check_gen_params(ctx, name, p) else None
 
 
 def parse_data(raw: Any, ctx: Ctx) -> tuple[DataSpec, ...]:
     """Parse ``data:`` (a mapping or a list of them) into expanded :class:`DataSpec` objects.
 
     ``ctx`` should point at ``data`` (``ctx.at("data")``). Labels must be unique per ``n``.
+    Mistakes are recorded in ``ctx``; an entry with one contributes no DataSpec.
     """
     entries = raw if isinstance(raw, list) else [raw]
     if isinstance(raw, list) and not raw:
-        ctx.error("", "must not be an empty list")
+        ctx.report("", "must not be an empty list")
     out: list[DataSpec] = []
     for i, entry in enumerate(entries):
         c = ctx.at(i) if isinstance(raw, list) else ctx
-        out.extend(_parse_entry(entry, c))
-    seen: dict[tuple, int] = {}
+        out.extend(replace(s, where=c.prefix) for s in _parse_entry(entry, c))
+    seen: set[tuple] = set()
     for s in out:
-        k = (s.label, s.n)
-        if k in seen:
-            ctx.error("", f"two data entries share the label {s.label!r} (n={s.n}); give them distinct `label`s")
-        seen[k] = 1
+        if (s.label, s.n) in seen:
+            ctx.report("", f"two data entries share the label {s.label!r} (n={s.n}); give them distinct `label`s")
+        seen.add((s.label, s.n))
     return tuple(out)
 
 
 def _parse_entry(raw: Any, ctx: Ctx) -> list[DataSpec]:
-    ctx.require_mapping(raw)
+    raw = ctx.require_mapping(raw)
     given = [s for s in _SOURCES if s in raw]
     if len(given) != 1:
-        ctx.error("", f"name exactly one data source ({', '.join(_SOURCES)}); got {', '.join(given) or 'none'}")
-    source = given[0]
+        guess = next((did_you_mean(k, _SOURCES) for k in raw if did_you_mean(k, _SOURCES)), "") if not given else ""
+        ctx.report("", f"name exactly one data source ({', '.join(_SOURCES)}); got {', '.join(given) or 'none'}{guess}")
+        return []
     label = ctx.get(raw, "label", str, None)
     bounds = None
     if raw.get("lower") is not None or raw.get("upper") is not None:
         lo, hi = ctx.number(raw, "lower"), ctx.number(raw, "upper")
-        if not lo < hi:
-            ctx.error("upper", f"must be > lower ({format_value(lo)}), got {format_value(hi)}")
+        if not lo < hi and not ctx.failed("lower", "upper"):
+            ctx.report("upper", f"must be > lower ({format_value(lo)}), got {format_value(hi)}")
         bounds = (float(lo), float(hi))
     body = {k: v for k, v in raw.items() if k not in ("lower", "upper")}
-    if source == "generator":
-        specs = _parse_generator(body, ctx, label)
-    else:
-        specs = [_parse_real(body, ctx, label, source)]
-    return [replace(s, bounds=bounds) for s in specs]
+    specs = _parse_generator(body, ctx, label) if given[0] == "generator" else _parse_real(body, ctx, label, given[0])
+    return [replace(s, bounds=bounds) for s in specs] if not ctx.failed("") else []
 
 
 def _parse_generator(raw: dict, ctx: Ctx, label: str | None) -> list[DataSpec]:
     name = ctx.choice(raw, "generator", (*GENERATORS, "mixture"))
+    if ctx.failed("generator"):
+        return []
+    ns = ctx.grid(raw, "n", int, lo=1, hi=_MAX_N)
     if name == "mixture":
         ctx.reject_unknown(raw, ("generator", "label", "n", "components", "lower", "upper"))
         comps_raw = ctx.get(raw, "components", list)
-        if not comps_raw:
-            ctx.error("components", "must list at least one component")
-        comps = tuple(_parse_component(c, ctx.at("components", j)) for j, c in enumerate(comps_raw))
-        ns = ctx.grid(raw, "n", int, lo=1, hi=_MAX_N)
-        return [DataSpec(label or "mixture", "generator", "mixture", (("components", comps),), int(n)) for n in ns]
+        if not comps_raw and not ctx.failed("components"):
+            ctx.report("components", "must list at least one component")
+        comps = [_parse_component(c, ctx.at("components", j)) for j, c in enumerate(comps_raw)]
+        if not comps or None in comps:
+            return []
+        return [DataSpec(label or "mixture", "generator", "mixture", (("components", tuple(comps)),), int(n)) for n in ns]
     g = GENERATORS[name]
     ctx.reject_unknown(raw, ("generator", "label", "n", *g.params, "lower", "upper"))
-    ns = ctx.grid(raw, "n", int, lo=1, hi=_MAX_N)
     axes = {k: ctx.grid(raw, k, float, d) for k, d in g.params.items()}
     varying = [k for k, v in axes.items() if len(v) > 1]
     out = []
     for combo in itertools.product(*axes.values()):
         p = dict(zip(axes, combo))
-        _check_gen_params(ctx, name, p, "")
+        if not _check_gen_params(ctx, name, p):
+            return []
         lab = label or name
         if varying:
             lab += "(" + ", ".join(f"{k}={format_value(p[k])}" for k in varying) + ")"
@@ -292,54 +353,89 @@ def _parse_generator(raw: dict, ctx: Ctx, label: str | None) -> list[DataSpec]:
     return out
 
 
-def _parse_real(raw: dict, ctx: Ctx, label: str | None, source: str) -> DataSpec:
+def _parse_real(raw: dict, ctx: Ctx, label: str | None, source: str) -> list[DataSpec]:
     ctx.reject_unknown(raw, (source, "column", "label", "sample", "n", "lower", "upper"))
     name = ctx.get(raw, source, str)
     column = ctx.get(raw, "column", str)
     sample = ctx.choice(raw, "sample", ("full", "bootstrap", "subsample"), "full")
+    if ctx.failed(source, "column"):
+        return []
     path = None
     if source == "dataset":
-        avail = _statsmodels_datasets()
-        if name not in avail:
-            ctx.error("dataset", f"unknown statsmodels dataset {name!r}; accepted: {', '.join(avail)}")
-        import importlib
-
-        cols = list(importlib.import_module(f"statsmodels.datasets.{name}").load_pandas().data.columns)
-        if column not in cols:
-            ctx.error("column", f"{name} has no column {column!r}; columns: {', '.join(map(str, cols))}")
-        x = statsmodels_column(name, column)
+        x = _dataset_column(ctx, name, column)
+        where = f"{name}.{column}"
     else:
-        p = Path(name)
-        if not p.is_absolute() and ctx.base_dir is not None:
-            p = ctx.base_dir / p
-        if not p.is_file():
-            ctx.error("csv", f"file not found: {p}")
-        path = str(p)
-        import pandas as pd
-
-        try:
-            cols = list(pd.read_csv(path, nrows=0).columns)
-        except Exception as exc:  # noqa: BLE001 - any parse failure is a config error
-            ctx.error("csv", f"cannot read CSV: {exc}")
-        if column not in cols:
-            ctx.error("column", f"{p.name} has no column {column!r}; columns: {', '.join(map(str, cols))}")
-        try:
-            x = csv_column(path, column)
-        except (ValueError, TypeError) as exc:
-            ctx.error("column", f"column {column!r} is not numeric: {exc}")
+        path, x = _csv_column(ctx, name, column)
+        where = f"{Path(name).name}: column {column!r}"
+    if x is None:
+        return []
     if x.size == 0:
-        ctx.error("column", f"column {column!r} has no non-missing values")
+        ctx.report("column", f"{where} has no values (every row is empty or missing)")
+        return []
     if not np.all(np.isfinite(x)):
-        ctx.error("column", f"column {column!r} contains inf")
+        ctx.report("column", f"{where} contains {format_value(float(x[~np.isfinite(x)][0]))}; data must be finite")
+        return []
     if sample == "full":
-        if "n" in raw and raw["n"] is not None:
-            ctx.error("n", "only with sample: bootstrap or subsample (sample: full uses the whole column)")
+        if raw.get("n") is not None:
+            ctx.report("n", "only with sample: bootstrap or subsample (sample: full uses the whole column)")
         n = None
     else:
         hi = x.size if sample == "subsample" else _MAX_N
         n = int(ctx.number(raw, "n", lo=1, hi=hi, integer=True))
     default_label = f"{name}.{column}" if source == "dataset" else f"{Path(name).stem}.{column}"
-    return DataSpec(label or default_label, source, name, (("column", column),), n, sample, path)
+    return [DataSpec(label or default_label, source, name, (("column", column),), n, sample, path)]
+
+
+def _dataset_column(ctx: Ctx, name: str, column: str) -> np.ndarray | None:
+    avail = _statsmodels_datasets()
+    if name not in avail:
+        ctx.report("dataset", f"unknown statsmodels dataset {name!r}{did_you_mean(name, avail)}; accepted: {', '.join(avail)}")
+        return None
+    import importlib
+
+    cols = [str(c) for c in importlib.import_module(f"statsmodels.datasets.{name}").load_pandas().data.columns]
+    if column not in cols:
+        ctx.report("column", f"{name} has no column {column!r}{did_you_mean(column, cols)}; columns: {', '.join(cols)}")
+        return None
+    try:
+        return statsmodels_column(name, column)
+    except (ValueError, TypeError):
+        ctx.report("column", f"{name}.{column} is not numeric")
+        return None
+
+
+def _csv_column(ctx: Ctx, name: str, column: str) -> tuple[str | None, np.ndarray | None]:
+    """Check the CSV file and column; (absolute path, values) or (None, None) after a mistake."""
+    import pandas as pd
+
+    p = Path(name)
+    if not p.is_absolute() and ctx.base_dir is not None:
+        p = ctx.base_dir / p
+    if p.is_dir():
+        ctx.report("csv", f"{p} is a directory, not a CSV file")
+        return None, None
+    if not p.is_file():
+        ctx.report("csv", f"file not found: {p}")
+        return None, None
+    try:
+        cols = [str(c) for c in pd.read_csv(p, nrows=0).columns]
+    except pd.errors.EmptyDataError:
+        ctx.report("csv", f"{p.name} is empty (a CSV file needs a header line naming its columns)")
+        return None, None
+    except UnicodeDecodeError:
+        ctx.report("csv", f"{p.name} is not UTF-8 text; save it as UTF-8 CSV")
+        return None, None
+    except Exception as exc:  # noqa: BLE001 - any parse failure is a config error
+        ctx.report("csv", f"cannot read {p.name} as CSV: {str(exc).strip()}")
+        return None, None
+    if column not in cols:
+        ctx.report("column", f"{p.name} has no column {column!r}{did_you_mean(column, cols)}; columns: {', '.join(cols)}")
+        return None, None
+    try:
+        return str(p), csv_column(str(p), column)
+    except (ValueError, TypeError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        ctx.report("column", f"{p.name}: {str(exc).strip()}")
+        return None, None
 
 
 def describe_generators() -> str:
@@ -347,4 +443,3 @@ def describe_generators() -> str:
     lines = [f"{k}({', '.join(f'{p}={format_value(d)}' for p, d in g.params.items())}): {g.doc}" for k, g in GENERATORS.items()]
     lines.append("mixture(components=[{generator, weight, params...}, ...])")
     return "\n".join(lines)
-

@@ -5,7 +5,9 @@ mechanism, epsilon and q: it comes from a stream keyed by the data identity); fo
 epsilon (and q) one task takes ``draws`` samples ``mech.sample(x, size=draws, rng)`` and reports
 that dataset's mean error (``metric``) against the truth. The truth is the order statistic of the
 data *clipped to [lower, upper]* (the Duff convention); outputs are clipped to the same range when
-``clip_output`` (default true). The table has one row per cell (data, n, q, mechanism, epsilon):
+``clip_output`` (default true). Each results row counts the data points that were clipped
+(column ``clipped``); data lying entirely outside the range is refused as a config error (see
+:meth:`bench.data.DataSpec.outside`). The table has one row per cell (data, n, q, mechanism, epsilon):
 ``mean`` = mean over datasets of the per-dataset mean error, ``std`` = their standard deviation
 across datasets, ``se = std / sqrt(datasets)``, all multiplied by ``scale`` (column suffix
 ``_x100`` for the default scale 100).
@@ -53,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from ... import mechanisms
-from ..config import REQUIRED, Ctx
+from ..config import REQUIRED, Ctx, did_you_mean
 from ..data import DataSpec, parse_data
 from ..tasks import Summary, Task, data_rng, format_value, make_key
 
@@ -173,24 +175,27 @@ class Spec:
 def parse(raw: dict, ctx: Ctx) -> Spec:
     """Validate a median_accuracy config and build every mechanism once per epsilon (and q)."""
     ctx.reject_unknown(raw, _KEYS)
-    if "data" not in raw:
-        ctx.error("data", "is required (a generator, a statsmodels dataset+column, or a csv+column)")
-    data = parse_data(raw["data"], ctx.at("data"))
+    if raw.get("data") is None:
+        ctx.report("data", "is required (a generator, a statsmodels dataset+column, or a csv+column)")
+    data = parse_data(raw["data"], ctx.at("data")) if raw.get("data") is not None else ()
     statistic = ctx.choice(raw, "statistic", ("median", "quantile"), "median")
     if statistic == "quantile":
         qs = ctx.grid(raw, "q", float, lo=0, hi=1, lo_open=True, hi_open=True)
     else:
         if raw.get("q") is not None:
-            ctx.error("q", "only with statistic: quantile (the median is q = 0.5)")
+            ctx.report("q", "only with statistic: quantile (the median is q = 0.5)")
         qs = (0.5,)
     truth = ctx.choice(raw, "truth", ("lower", "upper", "average"), "lower")
     need_range = any(d.bounds is None for d in data)
     lower = ctx.number(raw, "lower", None if not need_range else REQUIRED)
     upper = ctx.number(raw, "upper", None if not need_range else REQUIRED)
     if (lower is None) != (upper is None):
-        ctx.error("upper" if upper is None else "lower", "give both lower and upper, or neither")
+        ctx.report("upper" if upper is None else "lower", "give both lower and upper, or neither")
+        lower = upper = None
     if lower is not None and not lower < upper:
-        ctx.error("upper", f"must be > lower ({format_value(lower)}), got {format_value(upper)}")
+        if not ctx.failed("lower", "upper"):
+            ctx.report("upper", f"must be > lower ({format_value(lower)}), got {format_value(upper)}")
+        lower, upper = (None, None) if not need_range else (0.0, 1.0)  # placeholder: mistake recorded
     clip_output = ctx.get(raw, "clip_output", bool, True)
     eps = ctx.grid(raw, "epsilon", float, lo=0, lo_open=True)
     datasets = ctx.number(raw, "datasets", lo=1, integer=True)
@@ -201,6 +206,10 @@ def parse(raw: dict, ctx: Ctx) -> Spec:
     spec0 = Spec(data, statistic, qs, truth, None if lower is None else float(lower),
                  None if upper is None else float(upper), clip_output, eps, int(datasets), int(draws),
                  metric, float(scale), title, (), None, int(ctx.seed))
+    for d in data:  # data entirely outside its declared range is a mistake, not a result
+        outside = d.outside(spec0.bounds(d)) if not ctx.failed("data", "lower", "upper") else None
+        if outside:
+            ctx.report(d.where or "data", outside + ("" if d.bounds else " (the top-level lower/upper)"))
     mechs = _parse_mechanisms(raw, ctx, spec0)
     spec1 = _replace(spec0, mechanisms=mechs)
     reference = _parse_reference(raw.get("reference"), ctx.at("reference"), spec1) if raw.get("reference") is not None else None
@@ -215,16 +224,18 @@ def _replace(spec: Spec, **kw: Any) -> Spec:
 
 def _parse_mechanisms(raw: dict, ctx: Ctx, spec: Spec) -> tuple[MechSpec, ...]:
     entries = ctx.get(raw, "mechanisms", list)
-    if not entries:
-        ctx.error("mechanisms", "must list at least one mechanism")
+    if not entries and not ctx.failed("mechanisms"):
+        ctx.report("mechanisms", "must list at least one mechanism")
     out: list[MechSpec] = []
     where: dict[str, str] = {}
     for i, entry in enumerate(entries):
         c = ctx.at("mechanisms", i)
-        c.require_mapping(entry)
+        entry = c.require_mapping(entry)
         name = c.get(entry, "name", str)
         if name not in mechanisms.available():
-            c.error("name", f"unknown mechanism {name!r}; accepted: {', '.join(mechanisms.available()) or '(none registered)'}")
+            avail = mechanisms.available()
+            c.report("name", f"unknown mechanism {name!r}{did_you_mean(name, avail)}; accepted: {', '.join(avail) or '(none registered)'}")
+            continue
         accepted = mechanisms.registry.parameters(name)
         label = c.get(entry, "label", str, name)
         axes: dict[str, tuple] = {}
@@ -232,16 +243,21 @@ def _parse_mechanisms(raw: dict, ctx: Ctx, spec: Spec) -> tuple[MechSpec, ...]:
             if k in ("label", "name"):
                 continue
             if k in _RESERVED:
-                c.error(k, f"is not set per mechanism: it {_RESERVED[k]}")
+                c.report(k, f"is not set per mechanism: it {_RESERVED[k]}")
+                continue
             if k not in accepted or k in _TASK_FIELDS:
                 ok = [p for p in accepted if p not in _RESERVED and p not in _TASK_FIELDS]
-                c.error(k, f"unknown parameter of {name}; accepted: label, name, {', '.join(ok)}")
+                c.report(k, f"unknown parameter of {name}{did_you_mean(k, ok)}; accepted: label, name, {', '.join(ok)}")
+                continue
             axes[k] = c.grid(entry, k, object)
             for j, val in enumerate(axes[k]):
                 if isinstance(val, (dict, list)) or val is None:
-                    c.error(f"{k}[{j}]" if isinstance(v, list) else k, f"must be a scalar (number, string or true/false), got {val!r}")
+                    c.report(f"{k}[{j}]" if isinstance(v, list) else k, f"must be a scalar (number, string or true/false), got {val!r}")
+        if c.failed(""):
+            continue  # building it would only repeat the mistakes above
         if spec.statistic == "quantile" and "q" not in accepted and any(q != 0.5 for q in spec.q):
-            c.error("name", f"{name} has no q parameter, so it cannot estimate quantiles q={', '.join(map(format_value, spec.q))}")
+            c.report("name", f"{name} has no q parameter, so it cannot estimate quantiles q={', '.join(map(format_value, spec.q))}")
+            continue
         varying = [k for k, v in axes.items() if len(v) > 1]
         for combo in itertools.product(*axes.values()):
             params = dict(zip(axes, combo))
@@ -250,21 +266,27 @@ def _parse_mechanisms(raw: dict, ctx: Ctx, spec: Spec) -> tuple[MechSpec, ...]:
                 try:
                     lab = label.format(**params)
                 except (KeyError, IndexError, ValueError) as exc:
-                    c.error("label", f"placeholder {exc} is not one of this mechanism's parameters ({', '.join(axes)})")
+                    c.report("label", f"placeholder {exc} is not one of this mechanism's parameters ({', '.join(axes)})")
+                    break
             elif varying:
                 lab += " (" + ", ".join(f"{k}={format_value(params[k])}" for k in varying) + ")"
             if lab in where:
-                c.error("label", f"duplicate label {lab!r} (also {where[lab]}); labels name table rows and must be unique")
+                c.report("label", f"duplicate label {lab!r} (also {where[lab]}); labels name table rows and must be unique")
+                break
             where[lab] = c.prefix
             ms = MechSpec(lab, name, tuple(params.items()))
-            _check_build(ms, spec, c, entry)
+            if not _check_build(ms, spec, c, entry):
+                break
             out.append(ms)
     return tuple(out)
 
 
-def _check_build(ms: MechSpec, spec: Spec, c: Ctx, entry: dict) -> None:
-    """Build the mechanism for every epsilon, q and data range; map its ValueError to the config field."""
+def _check_build(ms: MechSpec, spec: Spec, c: Ctx, entry: dict) -> bool:
+    """Build the mechanism for every epsilon, q and data range; map its ValueError to the config
+    field (recorded; False after the first failure)."""
     ranges = list(dict.fromkeys(spec.bounds(d) for d in spec.data))
+    if not spec.data and spec.lower is not None:  # the data has a mistake: check with the top-level range
+        ranges = [(spec.lower, spec.upper)]
     for eps, q, bounds in itertools.product(spec.epsilon, spec.q, ranges):
         try:
             ms.build(spec, eps, q, bounds)
@@ -278,12 +300,15 @@ def _check_build(ms: MechSpec, spec: Spec, c: Ctx, entry: dict) -> None:
                 if isinstance(v, list):
                     val = dict(ms.params).get(word)
                     path = f"{word}[{v.index(val)}]" if val in v else word
-                c.error(path, rest)
-            if word == "epsilon":
-                c.error("epsilon", f"{msg} (from the epsilon grid, epsilon={format_value(eps)})")
-            if word in ("lower", "upper"):
-                c.error("name", f"{ms.name} rejects the output range: {msg}")
-            c.error("", f"{ms.name}: {msg}")
+                c.report(path, rest)
+            elif word == "epsilon":
+                c.report("epsilon", f"{msg} (from the epsilon grid, epsilon={format_value(eps)})")
+            elif word in ("lower", "upper"):
+                c.report("name", f"{ms.name} rejects the output range: {msg}")
+            else:
+                c.report("", f"{ms.name}: {msg}")
+            return False
+    return True
 
 
 def _parse_tol(raw: Any, ctx: Ctx, base: tuple[float, float, float]) -> tuple[float, float, float]:
@@ -303,7 +328,8 @@ def _parse_eps_map(raw: Any, ctx: Ctx, key: str, spec: Spec) -> tuple[tuple[floa
     for e, v in m.items():
         ok_e = isinstance(e, (int, float)) and not isinstance(e, bool)
         if not ok_e or float(e) not in spec.epsilon:
-            ctx.error(f"{key}.{e}", f"keys are epsilon values of the grid ({', '.join(map(format_value, spec.epsilon))}), got {e!r}")
+            ctx.report(f"{key}.{e}", f"keys are epsilon values of the grid ({', '.join(map(format_value, spec.epsilon))}), got {e!r}")
+            continue
         val = ctx.check_number(v, f"{key}.{e}", lo=0)
         out.append((float(e), float(val)))
     return tuple(out)
@@ -321,11 +347,11 @@ def _parse_reference(raw: Any, ctx: Ctx, spec: Spec) -> Reference:
         c = ctx.at("rows", i)
         c.reject_unknown(r, ("mechanism", "mean", "std", "tolerance", "note"))
         lab = c.get(r, "mechanism", str)
-        if lab not in labels:
-            c.error("mechanism", f"no mechanism labelled {lab!r}; labels: {', '.join(labels)}")
+        if lab not in labels and not ctx.failed():  # (a mechanism with a mistake has no label yet)
+            c.report("mechanism", f"no mechanism labelled {lab!r}{did_you_mean(lab, labels)}; labels: {', '.join(labels)}")
         mean = _parse_eps_map(r, c, "mean", spec)
-        if not mean:
-            c.error("mean", "is required: a mapping epsilon -> published mean")
+        if not mean and not c.failed("mean"):
+            c.report("mean", "is required: a mapping epsilon -> published mean")
         std = _parse_eps_map(r, c, "std", spec)
         tol = _parse_tol(c.get(r, "tolerance", dict, None), c.at("tolerance"), base)
         rows.append(RefRow(lab, mean, std, *tol, c.get(r, "note", str, "")))
@@ -379,6 +405,8 @@ def run_task(spec: Spec, task: Task, rng: np.random.Generator) -> list[dict]:
     x = d.generate(data_rng(spec.seed, d.data_key(int(p["dataset"]))))
     q = float(p.get("q", 0.5))
     lower, upper = spec.bounds(d)
+    # Points outside [lower, upper] are clipped (the Duff convention); counted, so runs report it.
+    clipped = int(np.count_nonzero((x < lower) | (x > upper)))
     truth = order_statistic_truth(np.clip(x, lower, upper), q, spec.truth)
     mech = spec.mech(p["mechanism"]).build(spec, p["epsilon"], q, (lower, upper))
     out = np.asarray(mech.sample(x, size=spec.draws, rng=rng), dtype=np.float64).reshape(-1)
@@ -396,6 +424,7 @@ def run_task(spec: Spec, task: Task, rng: np.random.Generator) -> list[dict]:
     row[col] = value
     row[col + spec.suffix] = value * spec.scale
     row["mean_output"] = float(np.mean(out))
+    row["clipped"] = clipped
     return [row]
 
 

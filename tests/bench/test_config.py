@@ -64,12 +64,12 @@ def test_bad_value_from_mechanism_names_the_parameter(tmp_path):
 
 def test_unknown_top_level_key(tmp_path):
     msg = err(tmp_path, lambda r: r.update(epsilonn=[1]))
-    assert msg.startswith("epsilonn: unknown key; accepted: ") and "epsilon" in msg
+    assert msg.startswith("epsilonn: unknown key (did you mean 'epsilon'?); accepted: ") and "datasets" in msg
 
 
 def test_unknown_mechanism_parameter_lists_accepted(tmp_path):
     msg = err(tmp_path, lambda r: r["mechanisms"][1].update(deltaa=0.1))
-    assert msg.startswith("mechanisms[1].deltaa: unknown parameter of smooth_sensitivity_median; accepted: ")
+    assert msg.startswith("mechanisms[1].deltaa: unknown parameter of smooth_sensitivity_median (did you mean 'delta'?); accepted: ")
     assert "noise" in msg and "delta" in msg
 
 
@@ -126,7 +126,7 @@ def test_data_errors(tmp_path):
     msg = err(tmp_path, lambda r: r["data"].update(df=3))
     assert msg.startswith("data.df: unknown key; accepted: generator, label, n, loc, scale")
     msg = err(tmp_path, lambda r: r.update(data={"dataset": "fair", "column": "agee"}))
-    assert msg.startswith("data.column: fair has no column 'agee'; columns: ") and "yrs_married" in msg
+    assert msg.startswith("data.column: fair has no column 'agee' (did you mean 'age'?); columns: ") and "yrs_married" in msg
     msg = err(tmp_path, lambda r: r.update(data=[{"generator": "normal", "n": 5}, {"csv": "nope.csv", "column": "a"}]))
     assert msg.startswith("data[1].csv: file not found: ")
 
@@ -144,7 +144,7 @@ def test_csv_data_relative_to_config(tmp_path):
 def test_reference_errors(tmp_path):
     ref = {"rows": [{"mechanism": "lapp", "mean": {0.5: 1.0}}]}
     msg = err(tmp_path, lambda r: r.update(reference=ref))
-    assert msg == "reference.rows[0].mechanism: no mechanism labelled 'lapp'; labels: cauchy, lap, lap9"
+    assert msg == "reference.rows[0].mechanism: no mechanism labelled 'lapp' (did you mean 'lap'?); labels: cauchy, lap, lap9"
     ref = {"rows": [{"mechanism": "lap", "mean": {3: 1.0}}]}
     msg = err(tmp_path, lambda r: r.update(reference=ref))
     assert msg == "reference.rows[0].mean.3: keys are epsilon values of the grid (0.5, 1), got 3"
@@ -184,7 +184,8 @@ def test_yaml_syntax_and_top_level_shape(tmp_path):
 
 def test_unknown_experiment_kind(tmp_path):
     msg = err(tmp_path, lambda r: r.update(experiment="median_acc"))
-    assert msg.startswith("experiment: unknown experiment kind 'median_acc'; accepted: ") and "median_accuracy" in msg
+    assert msg.startswith("experiment: unknown experiment kind 'median_acc' (did you mean 'median_accuracy'?); accepted: ")
+    assert "median_accuracy, private_mode" in msg
 
 
 def test_ctx_helpers_messages():
@@ -221,7 +222,7 @@ def test_validate_command(tmp_path, capsys):
     bad = write(tmp_path, raw, "bad.yaml")
     assert cmd_validate(argparse.Namespace(configs=[str(good)])) == 0
     assert "ok  " in capsys.readouterr().out
-    assert cmd_validate(argparse.Namespace(configs=[str(good), str(bad)])) == 1
+    assert cmd_validate(argparse.Namespace(configs=[str(good), str(bad)])) == 2  # a config error: exit 2
     assert f"{bad}: mechanisms[2].delta: must be in (0, 1), got 1.5" in capsys.readouterr().err
 
 
