@@ -94,12 +94,12 @@ def parse(raw: dict, ctx: Ctx) -> LaplaceSpec:
     d = LaplaceSpec()
     lower = float(ctx.number(raw, "lower", d.lower))
     upper = float(ctx.number(raw, "upper", d.upper))
-    if lower >= upper:
-        ctx.error("upper", f"must be > lower = {lower:g}, got {upper:g}")
+    if lower >= upper and not ctx.failed("lower", "upper"):
+        ctx.report("upper", f"must be > lower = {lower:g}, got {upper:g}")
     sens = float(ctx.number(raw, "sensitivity", d.sensitivity, lo=0, lo_open=True))
     f = float(ctx.number(raw, "f_value", d.f_value))
-    if not (lower <= f and f + sens <= upper):
-        ctx.error("f_value", f"f_value and f_value + sensitivity must lie in [lower, upper] = [{lower:g}, {upper:g}], got {f:g}")
+    if not (lower <= f and f + sens <= upper) and not ctx.failed("lower", "upper", "sensitivity", "f_value"):
+        ctx.report("f_value", f"f_value and f_value + sensitivity must lie in [lower, upper] = [{lower:g}, {upper:g}], got {f:g}")
     return LaplaceSpec(
         epsilons=ctx.grid(raw, "epsilons", float, d.epsilons, lo=0, lo_open=True),
         loss_epsilons=ctx.grid(raw, "loss_epsilons", float, d.loss_epsilons, lo=0, lo_open=True),

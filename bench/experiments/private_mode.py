@@ -138,26 +138,28 @@ def parse(raw: dict, ctx: Ctx) -> ModeSpec:
     d = ModeSpec()
     dataset = ctx.get(raw, "dataset", str, d.dataset)
     column = ctx.get(raw, "column", str, d.column)
+    x = None
     try:
         x = statsmodels_column(dataset, column)
     except (ImportError, KeyError) as exc:
-        ctx.error("column" if isinstance(exc, KeyError) else "dataset",
-                  f"cannot read {dataset}.{column} from statsmodels.datasets: {exc}")
+        ctx.report("column" if isinstance(exc, KeyError) else "dataset",
+                   f"cannot read {dataset}.{column} from statsmodels.datasets: {exc}")
     known = KNOWN_COLUMNS.get((dataset, column))
     if "categories" in raw and raw["categories"] is not None:
         cats = ctx.grid(raw, "categories", float)
     elif known is not None:
         cats = tuple(float(c) for c in known)
     else:
-        ctx.error("categories", f"is required for {dataset}.{column}: the candidate categories must be declared, "
-                                f"not read from the data (known defaults: {', '.join(f'{a}.{b}' for a, b in KNOWN_COLUMNS)})")
-    outside = sorted(set(np.unique(x).tolist()) - set(cats))
+        cats = ()
+        ctx.report("categories", f"is required for {dataset}.{column}: the candidate categories must be declared, "
+                                 f"not read from the data (known defaults: {', '.join(f'{a}.{b}' for a, b in KNOWN_COLUMNS)})")
+    outside = sorted(set(np.unique(x).tolist()) - set(cats)) if x is not None and not ctx.failed("categories") else []
     if outside:
-        ctx.error("categories", f"{dataset}.{column} has values {outside[:5]} outside the declared categories {list(cats)}")
+        ctx.report("categories", f"{dataset}.{column} has values {outside[:5]} outside the declared categories {list(cats)}")
     if "labels" in raw and raw["labels"] is not None:
         labels = tuple(ctx.grid(raw, "labels", str, unique=False))
-        if len(labels) != len(cats):
-            ctx.error("labels", f"must have one name per category ({len(cats)}), got {len(labels)}")
+        if len(labels) != len(cats) and not ctx.failed("labels", "categories"):
+            ctx.report("labels", f"must have one name per category ({len(cats)}), got {len(labels)}")
     elif known is not None and "categories" not in raw:
         labels = tuple(known.values())
     else:
@@ -165,8 +167,8 @@ def parse(raw: dict, ctx: Ctx) -> ModeSpec:
     mechs = d.mechanisms
     if "mechanisms" in raw and raw["mechanisms"] is not None:
         items = ctx.get(raw, "mechanisms", list)
-        if not items:
-            ctx.error("mechanisms", "must not be an empty list")
+        if not items and not ctx.failed("mechanisms"):
+            ctx.report("mechanisms", "must not be an empty list")
         out = []
         for i, item in enumerate(items):
             c = ctx.at("mechanisms", i)
@@ -176,9 +178,9 @@ def parse(raw: dict, ctx: Ctx) -> ModeSpec:
             params = c.get(item, "params", dict, {})
             for k in ("epsilon", "utility", "candidates"):
                 if k in params:
-                    c.error(f"params.{k}", "is set by the experiment (epsilons grid, utility='count', declared categories)")
+                    c.report(f"params.{k}", "is set by the experiment (epsilons grid, utility='count', declared categories)")
             if any(label == o[0] for o in out):
-                c.error("label", f"duplicate label {label!r}")
+                c.report("label", f"duplicate label {label!r}")
             out.append((label, name, tuple(sorted(params.items()))))
         mechs = tuple(out)
     spec = ModeSpec(
@@ -194,11 +196,11 @@ def parse(raw: dict, ctx: Ctx) -> ModeSpec:
         level=float(ctx.number(raw, "level", d.level, lo=0, hi=1, lo_open=True, hi_open=True)),
         alpha=float(ctx.number(raw, "alpha", d.alpha, lo=0, hi=1, lo_open=True, hi_open=True)),
     )
-    for i, (label, _, _) in enumerate(spec.mechanisms):
+    for i, (label, _, _) in enumerate(spec.mechanisms if not ctx.failed() else ()):  # (not with placeholders)
         try:
             spec.mechanism(label, 1.0)
         except ValueError as exc:
-            ctx.error(f"mechanisms[{i}].params" if "mechanisms" in raw else "mechanisms", str(exc))
+            ctx.report(f"mechanisms[{i}].params" if "mechanisms" in raw else "mechanisms", str(exc))
     return spec
 
 

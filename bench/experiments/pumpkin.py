@@ -92,8 +92,8 @@ def parse(raw: dict, ctx: Ctx) -> PumpkinSpec:
     bids = tuple(float(ctx.check_number(b, f"bids[{i}]", lo=0.0)) for i, b in enumerate(bids_raw))
     r_min = float(ctx.number(raw, "r_min", d.r_min, lo=0.0))
     r_max = float(ctx.number(raw, "r_max", d.r_max, lo=0.0, lo_open=True))
-    if r_min >= r_max:
-        ctx.error("r_max", f"must be > r_min = {r_min:g}, got {r_max:g}")
+    if r_min >= r_max and not ctx.failed("r_min", "r_max"):
+        ctx.report("r_max", f"must be > r_min = {r_min:g}, got {r_max:g}")
     spec = PumpkinSpec(
         bids=bids,
         r_min=r_min,
@@ -108,9 +108,10 @@ def parse(raw: dict, ctx: Ctx) -> PumpkinSpec:
         alpha=float(ctx.number(raw, "alpha", d.alpha, lo=0, hi=1, lo_open=True, hi_open=True)),
     )
     try:  # build once so mechanism-level mistakes surface at validation time
-        spec.mechanism(spec.hist_epsilon).distribution(np.asarray(spec.bids))
+        if not ctx.failed():  # (not with the placeholders of mistakes already reported)
+            spec.mechanism(spec.hist_epsilon).distribution(np.asarray(spec.bids))
     except ValueError as exc:
-        ctx.error("bids", str(exc))
+        ctx.report("bids", str(exc))
     return spec
 
 
