@@ -593,6 +593,8 @@ def read_yaml(path: str | Path) -> dict:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        if isinstance(exc, yaml.constructor.ConstructorError):  # e.g. a !!python/object tag
+            raise ConfigError(f"{path}: unsupported YAML: {where}{problem} (configs are plain YAML, without tags)") from None
         raise ConfigError(f"{path}: YAML syntax error: {where}{problem}") from None
     if raw is None:
         raise ConfigError(f"{path}: the file is empty (or only comments); a config is a mapping of keys "
