@@ -433,7 +433,10 @@ def _csv_column(ctx: Ctx, name: str, column: str) -> tuple[str | None, np.ndarra
         return None, None
     try:
         return str(p), csv_column(str(p), column)
-    except (ValueError, TypeError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+    except UnicodeDecodeError:
+        ctx.report("csv", f"{p.name} is not UTF-8 text; save it as UTF-8 CSV")
+        return None, None
+    except (ValueError, TypeError, pd.errors.ParserError) as exc:
         ctx.report("column", f"{p.name}: {str(exc).strip()}")
         return None, None
 
