@@ -132,8 +132,9 @@ def _fmt_num(x: float) -> str:
 
 def did_you_mean(word: Any, options: Sequence[Any]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``options`` to a misspelt ``word``, else ``""``."""
-    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    by_lower = {str(o).lower(): str(o) for o in options}  # case slips first (Age for age)
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
 def _is_number(v: Any) -> bool:

@@ -235,3 +235,155 @@ def test_shipped_median_configs_validate(path):
     assert cfg.name == path.stem
     if "quick" in raw:
         load_config(path, quick=True)
+
+
+# -- every mistake at once -------------------------------------------------------------------------
+
+
+def errors_of(tmp_path: Path, raw: dict, **kw) -> ConfigError:
+    with pytest.raises(ConfigError) as exc:
+        load_config(write(tmp_path, raw), **kw)
+    return exc.value
+
+
+def test_three_independent_mistakes_are_all_listed(tmp_path):
+    raw = copy.deepcopy(BASE)
+    raw["mechanisms"][2]["delta"] = 1.5
+    raw["datasets"] = 0
+    raw["epsilonn"] = 1
+    exc = errors_of(tmp_path, raw)
+    assert [p for p, _ in exc.errors] == ["epsilonn", "datasets", "mechanisms[2].delta"]
+    lines = str(exc).splitlines()
+    assert lines[0] == f"{tmp_path / 'x.yaml'}: 3 mistakes:"
+    assert lines[1:] == ["  epsilonn: unknown key (did you mean 'epsilon'?); accepted: " + ", ".join(
+        ["name", "experiment", "seed", "description", "quick", "data", "statistic", "q", "truth", "lower", "upper",
+         "clip_output", "epsilon", "datasets", "draws", "metric", "scale", "title", "mechanisms", "reference"]),
+        "  datasets: must be >= 1, got 0", "  mechanisms[2].delta: must be in (0, 1), got 1.5"]
+
+
+def test_a_mistake_inside_a_wrong_field_is_not_repeated(tmp_path):
+    # mechanisms[0] is not a mapping: its name, label, ... are not reported again
+    raw = copy.deepcopy(BASE)
+    raw["mechanisms"][0] = "smooth_sensitivity_median"
+    raw["data"] = {"generator": "normal", "n": 0, "scale": -1}
+    exc = errors_of(tmp_path, raw)
+    assert exc.errors == [("data.n", "must be in [1, 100000000], got 0"), ("data.scale", "must be > 0, got -1.0"),
+                          ("mechanisms[0]", "must be a mapping (key: value lines), got 'smooth_sensitivity_median'")]
+
+
+def test_main_and_quick_tier_mistakes_are_reported_together(tmp_path):
+    raw = copy.deepcopy(BASE)
+    raw["draws"] = 0
+    raw["quick"] = {"datasets": 0, "epsilon": [1, -2]}
+    exc = errors_of(tmp_path, raw)
+    assert [p for p, _ in exc.errors] == ["draws", "quick.epsilon[1]", "quick.datasets"]
+    # with --quick only the quick tier is read
+    raw["draws"] = 3
+    assert [p for p, _ in errors_of(tmp_path, raw, quick=True).errors] == ["quick.epsilon[1]", "quick.datasets"]
+
+
+def test_quick_section_mistakes_point_into_quick(tmp_path):
+    raw = {**copy.deepcopy(BASE), "quick": {"name": "y", "mechanisms": [{"name": "duff_median", "lowerr": 1}]}}
+    exc = errors_of(tmp_path, raw)
+    assert exc.errors[0] == ("quick.name", "cannot be overridden by quick:; accepted: any other top-level key")
+    assert exc.errors[1][0] == "quick.mechanisms[0].lowerr"
+
+
+def test_standalone_ctx_raises_at_once_and_collecting_ctx_goes_on():
+    strict = Ctx("f.yaml")
+    with pytest.raises(ConfigError, match=r"^f\.yaml: a: must be >= 1, got 0$"):
+        strict.number({"a": 0}, "a", lo=1, integer=True)
+    errors: list = []
+    ctx = Ctx("f.yaml", errors=errors)
+    # a wrong field gives its default, or a placeholder inside the range, and the parse goes on
+    assert ctx.number({"a": 0}, "a", 5, lo=1) == 5
+    assert ctx.number({"b": "x"}, "b", lo=0, hi=1, lo_open=True, hi_open=True) == 0.5
+    assert ctx.grid({"e": [1, -1, 2]}, "e", float, lo=0, lo_open=True) == (1.0, 2.0)
+    assert ctx.choice({"c": "lowr"}, "c", ("lower", "upper")) == "lower"
+    assert ctx.at("m", 0).get({}, "name", str) == ""
+    assert [p for p, _ in errors] == ["a", "b", "e[1]", "c", "m[0].name"]
+    assert ctx.failed("m") and not ctx.failed("n") and ctx.at("e").failed("[1]")
+    with pytest.raises(ConfigError) as exc:
+        ctx.error("z", "cannot go on")
+    assert len(exc.value.errors) == 6 and str(exc.value).startswith("f.yaml: 6 mistakes:\n  a: must be >= 1")
+
+
+def test_non_finite_numbers_are_named_as_such(tmp_path):
+    assert err(tmp_path, lambda r: r.update(upper=float("inf"))) == "upper: must be a finite number, got inf"
+    assert err(tmp_path, lambda r: r.update(epsilon=[0.5, float("nan")])) == "epsilon[1]: must be a finite number, got nan"
+    assert err(tmp_path, lambda r: r.update(draws=10**400)).startswith("draws: must be a finite number, got 1000")
+
+
+def test_parser_crash_on_a_placeholder_reports_the_recorded_mistakes(tmp_path, monkeypatch):
+    from dpharness.bench.experiments import median_accuracy
+
+    real = median_accuracy.parse
+
+    def fragile(raw, ctx):  # a kind that trips over the placeholder of a wrong field
+        ctx.number(raw, "datasets", lo=1, integer=True)
+        raise ZeroDivisionError("placeholder")
+
+    monkeypatch.setattr(median_accuracy, "parse", fragile)
+    exc = errors_of(tmp_path, {**BASE, "datasets": 0})
+    assert exc.errors == [("datasets", "must be >= 1, got 0")]
+    monkeypatch.setattr(median_accuracy, "parse", lambda raw, ctx: 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # no mistake recorded: a bug, shown as such
+        load_config(write(tmp_path, BASE))
+    monkeypatch.setattr(median_accuracy, "parse", real)
+
+
+# -- reading the file ------------------------------------------------------------------------------
+
+
+def test_duplicate_keys_name_the_key_and_both_lines(tmp_path):
+    p = tmp_path / "d.yaml"
+    p.write_text("name: d\nepsilon: 1\ndraws: 3\nepsilon: 2\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        load_config(p)
+    assert str(exc.value) == (f"{p}: line 4: duplicate key 'epsilon' (first set on line 2); YAML would keep only "
+                              f"the last value silently: remove one of them")
+    p.write_text("mechanisms:\n  - {name: a, noise: x,\n     noise: y}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"line 3: duplicate key 'noise' \(first set on line 2\)"):
+        load_config(p)
+    # merge keys (<<) may be overridden: not duplicates
+    p.write_text("base: &b {n: 1, loc: 0}\nother: {<<: *b, loc: 2}\n", encoding="utf-8")
+    from dpharness.bench.config import read_yaml
+
+    assert read_yaml(p)["other"] == {"n": 1, "loc": 2}
+
+
+def test_unreadable_files_are_one_clear_line(tmp_path):
+    p = tmp_path / "latin.yaml"
+    p.write_bytes(b"name: x\ntitle: caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"latin\.yaml: not UTF-8 text \(byte 0xe9 on line 2\); save the config as UTF-8$"):
+        load_config(p)
+    (tmp_path / "a.yaml").write_text("name: a\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r": is a directory, not a config file; give one YAML file \(it holds a\.yaml"):
+        load_config(tmp_path)
+    with pytest.raises(ConfigError, match=r"nope\.yaml: file not found$"):
+        load_config(tmp_path / "nope.yaml")
+    for text in ("", "# only a comment\n", "\n\n"):
+        p.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=r"latin\.yaml: the file is empty \(or only comments\)"):
+            load_config(p)
+    p.write_bytes(b"\xef\xbb\xbf" + yaml.safe_dump(BASE).encode())  # a UTF-8 byte-order mark is fine
+    assert load_config(p).name == "t"
+
+
+def test_validate_checks_the_quick_tier_with_the_kinds_check(tmp_path, capsys, monkeypatch):
+    from dpharness.bench.experiments import median_accuracy
+
+    seen = []
+    monkeypatch.setattr(median_accuracy, "check", lambda spec: seen.append(spec.datasets), raising=False)
+    p = write(tmp_path, {**BASE, "quick": {"datasets": 1}})
+    assert cmd_validate(argparse.Namespace(configs=[str(p)])) == 0
+    assert seen == [2, 1]  # the full config, then the quick tier
+    assert capsys.readouterr().out.startswith(f"ok  {p}: t (median_accuracy, 12 tasks, quick: 6 tasks, hash ")
+
+    def refuse(spec):
+        from dpharness.bench.config import ConfigError as CE
+        raise CE(f"{p}: mechanisms: cannot build")
+
+    monkeypatch.setattr(median_accuracy, "check", refuse, raising=False)
+    assert cmd_validate(argparse.Namespace(configs=[str(p)])) == 2
+    assert capsys.readouterr().err == f"error: {p}: mechanisms: cannot build\n"
