@@ -695,11 +695,15 @@ def _resolve(raw: Any, ctx: Ctx, stem: str | None, quick: bool, seed: int | None
         description = ctx.get(resolved, "description", str, "")
         resolved["name"], resolved["experiment"], resolved["seed"] = name, kind, root_seed
         module = experiments.get(kind)
-        if kind != "audit":
-            for k in _AUDIT_ONLY_KEYS:
-                if k in resolved and k not in getattr(module, "_KEYS", ()):
-                    ctx.report(k, f"is a key of audit configs, not of experiment: {kind}; an audit config has a "
-                                  f"top-level `audits:` list and no `experiment:` key, and runs with `dpharness audit`")
+        if kind != "audit":  # an audit config without (or with a misspelt) `audits:` list
+            own = (*COMMON_KEYS, *getattr(module, "_KEYS", ()))
+            audit_like = [k for k in resolved if k not in own and (k in _AUDIT_ONLY_KEYS or did_you_mean(k, ["audits"]))]
+            for k in audit_like:
+                ctx.report(k, f"is a key of audit configs{did_you_mean(k, ['audits']) if k != 'audits' else ''}, not "
+                              f"of experiment: {kind}; an audit config has a top-level `audits:` list and no "
+                              f"`experiment:` key, and runs with `dpharness audit`")
+            if audit_like and "experiment" not in raw:  # the default kind's own mistakes would only confuse
+                raise ConfigError(errors=ctx.errors or [], file=ctx.file)
         kind_raw = {k: v for k, v in resolved.items() if k not in COMMON_KEYS}
         spec = module.parse(kind_raw, replace(ctx, seed=root_seed))
     except ConfigError as exc:

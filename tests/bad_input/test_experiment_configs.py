@@ -125,6 +125,8 @@ CASES: list[tuple] = [
     ("seed_text", with_(seed="lucky"), ("seed", "an integer")),
     ("audits_key_in_experiment", {**BASE, "experiment": "median_accuracy", "audits": []},
      ("audits", "dpharness audit")),
+    ("audit_config_with_misspelt_audits", {"name": "bad", "alpha": 0.05, "audit": [{"id": "a"}]},
+     ("audit: is a key of audit configs (did you mean 'audits'?)", "dpharness audit")),
     # -- quick tier (checked with the full config) -------------------------------------------
     ("quick_bad_value", {**BASE, "quick": {"datasets": 0}}, ("quick.datasets", ">= 1")),
     ("quick_unknown_key", {**BASE, "quick": {"datasetz": 1}}, ("quick.datasetz", "did you mean 'datasets'")),
