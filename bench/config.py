@@ -740,7 +740,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.configs:
         try:
             cfg = load_config(path)  # audit configs too (kind `audit`, selected by their `audits:` key)
-            tiers = [cfg] + ([load_config(path, quick=True)] if isinstance(read_yaml(path).get("quick"), dict) else [])
+            quick_raw = read_yaml(path).get("quick")
+            tiers = [cfg] + ([load_config(path, quick=True)] if isinstance(quick_raw, dict) and quick_raw else [])
             counts = []
             for c in tiers:
                 if hasattr(c.module, "check"):  # exactly the checks `run` makes before computing
