@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=None, help="override the config's root seed")
     r.add_argument("--quick", action="store_true", help="use the config's quick: overrides (CI tier)")
     r.add_argument("--resume", metavar="RUN_DIR", default=None, help="resume this run folder explicitly")
+    r.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                   help="tasks per chunk sent to a worker (default: sized automatically; results do not depend on it)")
 
     v = sub.add_parser("validate", help="check configs (including building every mechanism) without running")
     v.add_argument("configs", nargs="+", metavar="CONFIG")

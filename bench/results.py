@@ -1,30 +1,49 @@
-"""Run folders: layout, atomic writes, per-task records, manifest, table formatting.
+"""Run folders: layout, atomic writes, task records, the run lock, manifest, table formatting.
 
 A run folder ``<out>/<config name>/<UTC timestamp>_<config hash>/`` holds::
 
     config.yaml     the resolved config that was run (quick overrides and --seed applied)
-    tasks/          one JSON record per finished task, written atomically (resume reads these)
+    tasks/          finished task records, one JSON file per chunk of tasks
+                    (``chunk-<hash>.json``, ``{"records": [...]}``), written atomically by the
+                    worker that ran the chunk; resume reads these (and the older one-file-per-task
+                    layout ``<key hash>.json``)
     results.csv     one tidy row per task (cells, p_<param> columns, seeds, metrics, seconds)
     table.csv       the summary table; table.md the same as Markdown
-    manifest.json   versions, git commit, command line, wall time, jobs/backend, status
+    manifest.json   versions, git commit, command line, wall time, parallelism, status
     figures/*.png
+    .lock           present while a run writes to the folder (see :class:`RunLock`)
 
-A folder without ``manifest.json`` (interrupted) or whose manifest says ``"status": "errors"`` is
-*unfinished*: re-running the same command resumes the newest unfinished folder with the same
-config hash and computes only the tasks that have no ``ok`` record.
+A folder without ``manifest.json`` (killed), or whose manifest status is not ``complete``
+(``errors``: some tasks failed; ``interrupted``; ``failed``: an exception or a failing
+summary/figure step), is *unfinished*: re-running the same command resumes the newest unfinished
+folder with the same config hash and computes only the tasks that have no ``ok`` record.
+
+Writes. Every file is written to a temporary ``.<name>.<pid>-<random>.tmp`` in the same folder and
+renamed over the target (``os.replace``), so a reader sees the old file or the whole new one. The
+temporary file is created with mode ``0o666`` filtered by the process umask, like any ``open()``
+(umask 022 gives 0644). An interrupted write removes its temporary file; one left by ``kill -9``
+is removed by the next run that takes the folder's lock (:func:`clean_stale_tmp`).
+
+Locking. A run holds an exclusive ``flock`` on ``<run folder>/.lock`` while it writes; the file
+names the holder (pid, host, start time). A second run into the same folder is refused at once with
+that information (it does not wait). The kernel drops the lock when the holder exits, even on
+``kill -9``, so a stale ``.lock`` file never blocks a resume. ``flock`` is local to one machine: two
+hosts sharing a folder over NFS are not excluded from each other.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import platform
+import secrets
+import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pandas as pd
 
@@ -37,6 +56,10 @@ __all__ = [
     "load_run_config",
     "new_run_dir",
     "find_unfinished",
+    "is_finished",
+    "clean_stale_tmp",
+    "RunLock",
+    "RunFolderBusy",
     "TaskStore",
     "manifest_base",
     "write_table",
@@ -44,16 +67,30 @@ __all__ = [
     "to_markdown",
     "versions",
     "git_info",
+    "utc_stamp",
+    "TMP_SUFFIX",
+    "LOCK_NAME",
 ]
+
+TMP_SUFFIX = ".tmp"
+LOCK_NAME = ".lock"
+
+
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{TMP_SUFFIX}")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then os.replace.
 
     A reader (or a resumed run after kill -9) sees either the old file or the complete new one.
+    The file gets mode ``0o666 & ~umask`` (what ``open(path, "w")`` would give), not the 0600 of
+    :func:`tempfile.mkstemp`. On any exception, KeyboardInterrupt included, the temporary file is
+    removed.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = _tmp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
@@ -64,6 +101,22 @@ def atomic_write_text(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def clean_stale_tmp(run_dir: Path) -> int:
+    """Remove temporary files (``.*.tmp``) left anywhere in a run folder by a killed run.
+
+    Call only while holding the folder's :class:`RunLock` (no other writer then). Returns how many
+    were removed.
+    """
+    n = 0
+    for p in Path(run_dir).rglob(f".*{TMP_SUFFIX}"):
+        try:
+            p.unlink()
+            n += 1
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            pass
+    return n
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:
@@ -87,14 +140,20 @@ def new_run_dir(parent: Path, name: str, config_hash: str) -> Path:
     raise RuntimeError(f"cannot create a new run folder under {base}")
 
 
-def is_finished(run_dir: Path) -> bool:
+def read_manifest(run_dir: Path) -> dict | None:
+    """The folder's manifest.json as a dict, or None when absent or unreadable."""
     m = Path(run_dir) / "manifest.json"
-    if not m.is_file():
-        return False
     try:
-        return json.loads(m.read_text(encoding="utf-8")).get("status") == "complete"
+        data = json.loads(m.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def is_finished(run_dir: Path) -> bool:
+    """True when the folder's manifest says ``"status": "complete"`` (never resumed again)."""
+    man = read_manifest(run_dir)
+    return man is not None and man.get("status") == "complete"
 
 
 def find_unfinished(parent: Path, name: str, config_hash: str) -> Path | None:
@@ -110,29 +169,144 @@ def find_unfinished(parent: Path, name: str, config_hash: str) -> Path | None:
     return None
 
 
-class TaskStore:
-    """Per-task JSON records in ``run_dir/tasks`` (file name: the key's stable hash in hex)."""
+# -- the run lock --------------------------------------------------------------------------------
+
+
+class RunFolderBusy(RuntimeError):
+    """Another live run holds the folder's lock; the message names it (pid, host, start)."""
+
+
+class RunLock:
+    """Exclusive lock of a run folder for one writing run (``fcntl.flock`` on ``.lock``).
+
+    ``acquire()`` never waits: it raises :class:`RunFolderBusy` naming the holder. The lock file
+    holds ``{"pid", "host", "started_utc", "command"}`` of the holder; it is removed on
+    ``release()``. A holder that died (even by kill -9) holds nothing: the kernel released its
+    ``flock``, so the next run takes the lock and overwrites the stale file. The descriptor is not
+    inherited by worker processes (Python opens it close-on-exec).
+    """
 
     def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise RunFolderBusy(self._busy_message()) from None
+        info = {"pid": os.getpid(), "host": socket.gethostname(),
+                "started_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else ""}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode("utf-8"), 0)
+        self._fd = fd
+        return self
+
+    def _busy_message(self) -> str:
+        try:
+            info = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+        except (OSError, ValueError):
+            info = {}
+        who = (f"pid {info.get('pid', '?')} on host {info.get('host', '?')}, started {info.get('started_utc', '?')}"
+               if info else "another process")
+        return (f"run folder {self.run_dir} is being written by another run ({who}); a folder is written by "
+                "one run at a time: wait for that run to finish (or stop it), or pass a different --out")
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            # Unlink while still holding the lock, so no one can lock the old file after us.
+            self.path.unlink()
+        except OSError:
+            pass
+        os.close(self._fd)  # closing drops the flock
+        self._fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire() if self._fd is None else self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+# -- task records -------------------------------------------------------------------------------
+
+
+class TaskStore:
+    """Finished-task records in ``run_dir/tasks``.
+
+    Current layout: one file per chunk of tasks, ``chunk-<hash of its keys>.json`` holding
+    ``{"records": [...]}`` (one atomic write per chunk). The earlier layout, one
+    ``<key hash>.json`` per task, is still read, so a run folder begun by an older version resumes.
+    """
+
+    def __init__(self, run_dir: Path, create: bool = True):
         self.dir = Path(run_dir) / "tasks"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        if create:
+            self.dir.mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def at(cls, tasks_dir: str | Path) -> "TaskStore":
+        """The store whose record folder is ``tasks_dir`` (used in workers; no mkdir)."""
+        self = cls.__new__(cls)
+        self.dir = Path(tasks_dir)
+        return self
 
     def path(self, key: str) -> Path:
+        """Per-task record file of the earlier layout."""
         return self.dir / f"{stable_hash(key):016x}.json"
 
+    def chunk_path(self, keys: Iterable[str]) -> Path:
+        """File of a chunk: named by the hash of its keys, so two different chunks never share a
+        name (rewriting the same set of keys replaces records of exactly those tasks)."""
+        h = stable_hash("\n".join(keys))
+        return self.dir / f"chunk-{h:016x}.json"
+
     def save(self, record: dict) -> None:
-        atomic_write_text(self.path(record["key"]), json.dumps(record, allow_nan=True))
+        """Save one record (a chunk of one)."""
+        self.save_chunk([record])
+
+    def save_chunk(self, records: list[dict]) -> Path:
+        path = self.chunk_path(r["key"] for r in records)
+        atomic_write_text(path, json.dumps({"records": records}, allow_nan=True, separators=(",", ":")))
+        return path
 
     def load_all(self) -> dict[str, dict]:
-        """Records by task key (corrupt or partial files are ignored: the task is recomputed)."""
+        """Records by task key; an ``ok`` record wins over an error record of the same task.
+
+        Corrupt or partial files are ignored (their tasks are recomputed).
+        """
         out: dict[str, dict] = {}
-        for p in self.dir.glob("*.json"):
+        if not self.dir.is_dir():
+            return out
+        for p in sorted(self.dir.glob("*.json")):
             try:
-                rec = json.loads(p.read_text(encoding="utf-8"))
+                data = json.loads(p.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            if isinstance(rec, dict) and "key" in rec and p.name == self.path(rec["key"]).name:
-                out[rec["key"]] = rec
+            if p.name.startswith("chunk-"):
+                recs = data.get("records") if isinstance(data, dict) else None
+                if not isinstance(recs, list):
+                    continue
+            elif isinstance(data, dict) and "key" in data and p.name == self.path(str(data["key"])).name:
+                recs = [data]
+            else:
+                continue
+            for rec in recs:
+                if not (isinstance(rec, dict) and isinstance(rec.get("key"), str)):
+                    continue
+                old = out.get(rec["key"])
+                if old is None or (old.get("status") != "ok" and rec.get("status") == "ok"):
+                    out[rec["key"]] = rec
         return out
 
 

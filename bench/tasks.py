@@ -59,6 +59,11 @@ def stable_hash(text: str) -> int:
 def format_value(v: Any) -> str:
     """Canonical text of a key component: ``1``, ``1.0`` and ``1.0e0`` all give ``"1"``;
     other floats use the shortest round-trip repr, so ``0.5`` is ``"0.5"``."""
+    t = type(v)
+    if t is str:  # fast paths: a sweep of 10^5 tasks formats ~10^6 components
+        return v
+    if t is int and -(2**53) < v < 2**53:
+        return str(v)
     if isinstance(v, bool) or v is None:
         return str(v)
     if isinstance(v, numbers.Real):
@@ -69,6 +74,9 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
+_ESCAPE = str.maketrans({"\\": "\\\\", "|": "\\|", "=": "\\="})
+
+
 def make_key(**parts: Any) -> str:
     """``make_key(mechanism="Duff", epsilon=0.5, dataset=17)`` -> ``mechanism=Duff|epsilon=0.5|dataset=17``.
 
@@ -76,7 +84,9 @@ def make_key(**parts: Any) -> str:
     """
     out = []
     for k, v in parts.items():
-        s = format_value(v).replace("\\", "\\\\").replace("|", "\\|").replace("=", "\\=")
+        s = format_value(v)
+        if "\\" in s or "|" in s or "=" in s:
+            s = s.translate(_ESCAPE)
         out.append(f"{k}={s}")
     return "|".join(out)
 

@@ -1,13 +1,15 @@
-"""The runner: results independent of jobs/backend/order, resume, failures as rows, run folder."""
+"""The runner: results independent of jobs/backend/chunking/order, resume, failures as rows, run
+folder, manifest provenance (real parallelism, clipped points), failing summary steps, umask."""
 
 from __future__ import annotations
 
 import argparse
 import copy
-import io
 import json
-import sys
-from pathlib import Path
+import math
+import os
+import signal
+import stat
 
 import numpy as np
 import pandas as pd
@@ -16,7 +18,9 @@ import pytest
 from dpharness.bench import runner
 from dpharness.bench.experiments import median_accuracy
 from dpharness.bench.plots import cmd_plot
-from dpharness.bench.runner import Progress, RunError, run
+from dpharness.bench.results import RunLock, TaskStore
+from dpharness.bench.runner import ChunkPlan, RunError, run, spread_order
+from dpharness.bench.tasks import Task
 
 SMALL = {
     "name": "small",
@@ -39,9 +43,15 @@ def no_timing(res_or_df) -> pd.DataFrame:
     return df.drop(columns=list(runner.TIMING_COLUMNS)).reset_index(drop=True)
 
 
-def csv_text(run_dir: Path) -> str:
+def csv_text(run_dir) -> str:
     df = pd.read_csv(run_dir / "results.csv", dtype=str, keep_default_na=False)
     return df.drop(columns=list(runner.TIMING_COLUMNS)).to_csv(index=False)
+
+
+@pytest.fixture
+def use_workers(monkeypatch):
+    """Send every chunk to the workers: no in-process probe, so no 'too short for workers' rule."""
+    monkeypatch.setattr(runner, "PROBE_SECONDS", 0.0)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +66,10 @@ def test_baseline_run_folder(baseline):
     for f in ("results.csv", "table.csv", "table.md", "config.yaml", "manifest.json"):
         assert (d / f).is_file(), f
     assert sorted(p.name for p in (d / "figures").glob("*.png")) == ["error_vs_epsilon.png"]
-    assert len(list((d / "tasks").glob("*.json"))) == 16
+    recs = TaskStore(d).load_all()
+    assert len(recs) == 16 and {r["status"] for r in recs.values()} == {"ok"}
+    assert all(p.name.startswith("chunk-") for p in (d / "tasks").glob("*.json"))
+    assert not list(d.rglob("*.tmp")) and not (d / ".lock").exists() and not (d / ".stop").exists()
     res = pd.read_csv(d / "results.csv")
     assert len(res) == 16 and set(res["status"]) == {"ok"}
     for c in ("task", "mechanism", "epsilon", "dataset", "mean_abs_error", "p_name", "p_noise", "root_seed", "spawn_key", "seconds"):
@@ -65,6 +78,7 @@ def test_baseline_run_folder(baseline):
     assert man["status"] == "complete" and man["tasks"] == {"total": 16, "ok": 16, "errors": 0, "computed": 16, "reused": 0}
     assert man["cell_columns"] == ["data", "n", "mechanism", "epsilon"] and man["metric"] == "mean_abs_error"
     assert man["jobs"] == 1 and man["backend"] == "loky" and "numpy" in man["versions"] and "commit" in man["git"]
+    assert man["chunks"]["size"] == "auto" and man["chunks"]["count"] >= 1 and "parallelism_note" not in man
     # jobs/backend are provenance, never table content
     table = pd.read_csv(d / "table.csv")
     assert list(table.columns) == ["mechanism", "epsilon", "mean_x100", "std_x100", "se_x100"]
@@ -81,23 +95,67 @@ def test_dataset_is_shared_across_mechanisms_and_epsilons(baseline):
     assert res.groupby("dataset")["truth"].first().nunique() == 4
 
 
-def test_jobs_and_backends_give_identical_results(baseline, tmp_path):
+def test_jobs_backends_and_chunk_sizes_give_identical_results(baseline, tmp_path, use_workers):
     ref = csv_text(baseline.run_dir)
-    for backend, jobs in (("loky", 2), ("threading", 2)):
-        res = run(SMALL, jobs=jobs, backend=backend, out=tmp_path / backend, progress=False, figures=False)
-        assert csv_text(res.run_dir) == ref, backend
+    for backend, jobs, chunk in (("loky", 2, None), ("threading", 2, None), ("loky", 2, 1), ("threading", 2, 5),
+                                 ("loky", 1, 3), ("loky", 1, 100)):
+        res = run(SMALL, jobs=jobs, backend=backend, out=tmp_path / f"{backend}{jobs}_{chunk}", progress=False,
+                  figures=False, chunk_size=chunk)
+        assert csv_text(res.run_dir) == ref, (backend, jobs, chunk)
         assert (res.run_dir / "table.csv").read_text() == (baseline.run_dir / "table.csv").read_text()
+        man = json.loads((res.run_dir / "manifest.json").read_text())
+        assert (man["jobs"], man["jobs_requested"], man["backend"]) == (jobs, jobs, backend)
+        assert man["chunks"]["size"] == ("auto" if chunk is None else chunk)
+        if chunk is not None:
+            assert man["chunks"]["count"] == math.ceil(16 / chunk)
+        assert res.workers == jobs
+
+
+def test_short_run_with_jobs_stays_in_process(baseline, tmp_path, monkeypatch):
+    # 16 tasks of ~1 ms: starting loky workers would cost more than it saves; the manifest says so.
+    monkeypatch.setattr(runner, "_loky_pool_is_warm", lambda workers: False)  # as in a fresh process
+    res = run(SMALL, jobs=2, out=tmp_path, progress=False, figures=False)
+    man = json.loads((res.run_dir / "manifest.json").read_text())
+    assert (man["jobs"], man["jobs_requested"], res.workers) == (1, 2, 1)
+    assert "ran in this process" in man["parallelism_note"]
+    assert csv_text(res.run_dir) == csv_text(baseline.run_dir)
+
+
+def test_all_cores_recorded_as_the_real_count(tmp_path):
+    import joblib
+
+    res = run(SMALL, jobs=-1, backend="threading", out=tmp_path, progress=False, figures=False)
+    man = json.loads((res.run_dir / "manifest.json").read_text())
+    assert man["jobs"] == joblib.cpu_count() and man["jobs_requested"] == -1
 
 
 def test_dask_local_cluster_identical(baseline, tmp_path):
     pytest.importorskip("dask.distributed")
     res = run(SMALL, jobs=2, backend="dask", out=tmp_path, progress=False, figures=False)
     assert csv_text(res.run_dir) == csv_text(baseline.run_dir)
-    assert json.loads((res.run_dir / "manifest.json").read_text())["backend"] == "dask"
+    man = json.loads((res.run_dir / "manifest.json").read_text())
+    assert man["backend"] == "dask" and man["jobs"] == 2
+
+
+def test_unreachable_dask_scheduler_fails_fast_before_any_folder(tmp_path):
+    pytest.importorskip("dask.distributed")
+    import socket
+    import time
+
+    with socket.socket() as s:  # a free local port: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    addr = f"tcp://127.0.0.1:{port}"
+    t0 = time.monotonic()
+    with pytest.raises(RunError, match=f"--scheduler {addr}: cannot reach the dask scheduler"):
+        run(SMALL, backend="dask", scheduler=addr, out=tmp_path, progress=False)
+    # bounded by the connect timeout (runner.SCHEDULER_TIMEOUT = 5 s); generous for a loaded machine
+    assert time.monotonic() - t0 < 30
+    assert not (tmp_path / "small").exists()
 
 
 def test_dask_missing_says_how_to_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # makes the import fail
+    monkeypatch.setitem(__import__("sys").modules, "dask.distributed", None)  # makes the import fail
     with pytest.raises(RunError, match=r"pip install -e '\.\[dask\]'"):
         run(SMALL, backend="dask", progress=False)
 
@@ -127,10 +185,13 @@ def test_resume_after_interrupt_recomputes_only_missing(baseline, tmp_path, monk
 
     monkeypatch.setattr(median_accuracy, "run_task", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run(SMALL, jobs=1, out=tmp_path, progress=False, figures=False)
+        run(SMALL, jobs=1, out=tmp_path, progress=False, figures=False, chunk_size=4)
     (run_dir,) = (tmp_path / "small").iterdir()
-    assert len(list((run_dir / "tasks").glob("*.json"))) == 6
-    assert not (run_dir / "manifest.json").exists()
+    # the whole first chunk of 4 and the 2 tasks that finished in the interrupted chunk are on disk
+    assert sorted(TaskStore(run_dir).load_all()) == sorted(calls)
+    man = json.loads((run_dir / "manifest.json").read_text())
+    assert man["status"] == "interrupted" and man["tasks"]["ok"] == 6 and man["tasks"]["missing"] == 10
+    assert not list(run_dir.rglob("*.tmp")) and not (run_dir / ".lock").exists()
 
     second = []
 
@@ -144,9 +205,70 @@ def test_resume_after_interrupt_recomputes_only_missing(baseline, tmp_path, monk
     assert len(second) == 10 and not set(second) & set(calls)
     assert csv_text(run_dir) == csv_text(baseline.run_dir)
     assert (run_dir / "table.csv").read_text() == (baseline.run_dir / "table.csv").read_text()
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
     # Finished: the next identical command starts a new folder and never touches this one.
     res3 = run(SMALL, jobs=1, out=tmp_path, progress=False, figures=False)
     assert res3.run_dir != run_dir and res3.computed == 16
+
+
+def test_resume_reads_the_per_task_layout_and_cleans_stale_files(baseline, tmp_path):
+    # A folder begun by the older layout (one tasks/<key hash>.json per task), killed while writing
+    # a temporary file: the runner reuses those records and removes the leftover.
+    run_dir = tmp_path / "small" / "old"
+    (run_dir / "tasks").mkdir(parents=True)
+    (run_dir / "config.yaml").write_text((baseline.run_dir / "config.yaml").read_text())
+    old = TaskStore(baseline.run_dir).load_all()
+    keep = sorted(old)[:5]
+    store = TaskStore(run_dir)
+    for k in keep:
+        store.path(k).write_text(json.dumps(old[k]))
+    (run_dir / "tasks" / ".chunk-0000000000000000.json.123-abcd.tmp").write_text("{partial")
+    (run_dir / "tasks" / "chunk-1111111111111111.json").write_text("{corrupt")  # ignored
+    res = run(SMALL, resume=run_dir, progress=False, figures=False)
+    assert (res.computed, res.reused) == (11, 5)
+    assert csv_text(run_dir) == csv_text(baseline.run_dir)
+    assert not list(run_dir.rglob("*.tmp"))
+
+
+def test_finished_work_of_workers_is_kept_when_the_parent_is_interrupted(baseline, tmp_path, monkeypatch,
+                                                                         use_workers):
+    # Threads compute; SIGINT reaches the parent while chunks are out: it stops dispatching, every
+    # chunk saves what it finished, the run ends interrupted, and the resume reuses all of it.
+    real = median_accuracy.run_task
+    seen = []
+
+    def signal_at_8(spec, task, rng):
+        seen.append(task.key)
+        if len(seen) == 8:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(spec, task, rng)
+
+    monkeypatch.setattr(median_accuracy, "run_task", signal_at_8)
+    with pytest.raises(KeyboardInterrupt):
+        run(SMALL, jobs=2, backend="threading", out=tmp_path, progress=False, figures=False, chunk_size=2)
+    (run_dir,) = (tmp_path / "small").iterdir()
+    saved = TaskStore(run_dir).load_all()
+    assert 8 <= len(saved) < 16 and not (run_dir / ".stop").exists()
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
+    monkeypatch.setattr(median_accuracy, "run_task", real)
+    res = run(SMALL, jobs=1, out=tmp_path, progress=False, figures=False)
+    assert res.run_dir == run_dir and res.reused == len(saved)
+    assert csv_text(run_dir) == csv_text(baseline.run_dir)
+
+
+def test_a_second_run_into_a_locked_folder_is_refused(baseline, tmp_path, monkeypatch):
+    real = median_accuracy.run_task
+    monkeypatch.setattr(median_accuracy, "run_task", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        run(SMALL, out=tmp_path, progress=False, figures=False)
+    monkeypatch.setattr(median_accuracy, "run_task", real)
+    (run_dir,) = (tmp_path / "small").iterdir()
+    with RunLock(run_dir):  # another run is writing this folder
+        for kw in ({"out": tmp_path}, {"resume": run_dir}):
+            with pytest.raises(RunError, match=rf"being written by another run \(pid {os.getpid()} on host "):
+                run(SMALL, progress=False, figures=False, **kw)
+    res = run(SMALL, out=tmp_path, progress=False, figures=False)  # lock released: resumes
+    assert res.run_dir == run_dir and res.computed == 16
 
 
 def test_failing_task_becomes_error_row_and_is_retried(baseline, tmp_path, monkeypatch):
@@ -171,6 +293,78 @@ def test_failing_task_becomes_error_row_and_is_retried(baseline, tmp_path, monke
     again = run(SMALL, jobs=1, out=tmp_path, progress=False, figures=False)  # retried in the same folder
     assert again.run_dir == res.run_dir and again.computed == 1 and again.exit_code == 0
     assert csv_text(again.run_dir) == csv_text(baseline.run_dir)
+
+
+def test_every_task_failing_exits_1_with_a_manifest_and_no_traceback(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from dpharness.bench.cli import main
+
+    def oom(spec, task, rng):
+        raise MemoryError("cannot allocate 8 GiB")
+
+    monkeypatch.setattr(median_accuracy, "run_task", oom)
+    cfg = tmp_path / "small.yaml"
+    cfg.write_text(yaml.safe_dump(SMALL), encoding="utf-8")
+    assert main(["run", str(cfg), "--out", str(tmp_path / "o")]) == 1
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.out + cap.err
+    assert "16 of 16 tasks FAILED" in cap.out and "MemoryError: cannot allocate 8 GiB" in cap.out
+    (run_dir,) = (tmp_path / "o" / "small").iterdir()
+    man = json.loads((run_dir / "manifest.json").read_text())
+    assert man["status"] == "errors" and man["exit_code"] == 1 and man["tasks"]["errors"] == 16
+    # the kind's summary or figures cannot cope with no results: recorded and printed, not raised
+    assert man["output_errors"] and all(msg in cap.err for msg in man["output_errors"].values())
+    assert (run_dir / "results.csv").is_file()
+
+
+def test_failing_plot_is_recorded_and_the_run_resumes_to_complete(tmp_path, monkeypatch, baseline):
+    def broken(*a, **k):
+        raise RuntimeError("no display")
+
+    monkeypatch.setattr(median_accuracy, "plot", broken)
+    res = run(SMALL, out=tmp_path, progress=False)
+    man = json.loads((res.run_dir / "manifest.json").read_text())
+    assert res.exit_code == 1 and res.status == "failed" and man["status"] == "failed"
+    assert man["output_errors"] == {"figures": "RuntimeError: no display"}
+    monkeypatch.undo()
+    again = run(SMALL, out=tmp_path, progress=False)  # nothing recomputed, the figures drawn
+    assert again.run_dir == res.run_dir and again.computed == 0 and again.exit_code == 0
+    assert (res.run_dir / "figures" / "error_vs_epsilon.png").is_file()
+
+
+def test_clipped_points_in_the_manifest_and_the_cli_output(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from dpharness.bench.cli import main
+
+    real = median_accuracy.run_task
+
+    def clipping(spec, task, rng):
+        return [dict(r, clipped=3) for r in real(spec, task, rng)]
+
+    monkeypatch.setattr(median_accuracy, "run_task", clipping)
+    cfg = tmp_path / "small.yaml"
+    cfg.write_text(yaml.safe_dump(SMALL), encoding="utf-8")
+    assert main(["run", str(cfg), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "48 data points outside [lower, upper] were clipped; see results.csv column clipped" in out
+    (run_dir,) = (tmp_path / "o" / "small").iterdir()
+    assert json.loads((run_dir / "manifest.json").read_text())["clipped_points"] == 48
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+def test_output_files_honour_the_umask(tmp_path, mask):
+    old = os.umask(mask)
+    try:
+        res = run(SMALL, out=tmp_path, progress=False)
+    finally:
+        os.umask(old)
+    files = [p for p in res.run_dir.rglob("*") if p.is_file()]
+    assert {"results.csv", "manifest.json", "config.yaml", "table.md", "error_vs_epsilon.png"} <= {p.name for p in files}
+    assert any(p.name.startswith("chunk-") for p in files)
+    for p in files:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask, p
 
 
 def test_explicit_resume_checks_the_config(baseline, tmp_path):
@@ -208,7 +402,7 @@ def test_cli_run_prints_table_and_reports_config_errors(tmp_path, capsys):
 
     cfg = tmp_path / "small.yaml"
     cfg.write_text(yaml.safe_dump(SMALL), encoding="utf-8")
-    assert main(["run", str(cfg), "--out", str(tmp_path / "o")]) == 0
+    assert main(["run", str(cfg), "--out", str(tmp_path / "o"), "--chunk-size", "3"]) == 0
     out = capsys.readouterr().out
     assert "ε=0.5" in out and "run folder:" in out
     bad = dict(SMALL, datasets=0)
@@ -219,19 +413,7 @@ def test_cli_run_prints_table_and_reports_config_errors(tmp_path, capsys):
     a_file = tmp_path / "not_a_dir"
     a_file.write_text("x", encoding="utf-8")
     assert main(["run", str(cfg), "--out", str(a_file)]) == 2
-    assert "cannot write the run folder" in capsys.readouterr().err
-
-
-def test_progress_line():
-    buf = io.StringIO()
-    p = Progress(10, 2, "demo", stream=buf, delay=0.0)
-    p.update(1)  # first result: worker start-up, no rate yet, nothing printed
-    assert buf.getvalue() == ""
-    p.last, p.t_first = -1e9, p.t_first - 2.0  # pretend the first result came 2 s ago
-    p.update(2)
-    p.close()
-    text = buf.getvalue()
-    assert "demo: 5/10 tasks (50%)" in text and "tasks/s" in text and "ETA" in text and "stopped after" in text
+    assert f"--out {a_file}: is not a directory" in capsys.readouterr().err
 
 
 def test_csv_data_run_and_plot_from_the_run_folder(tmp_path, monkeypatch):
@@ -252,3 +434,38 @@ def test_csv_data_run_and_plot_from_the_run_folder(tmp_path, monkeypatch):
     fig.unlink()
     monkeypatch.chdir(src.parent.parent)
     assert cmd_plot(argparse.Namespace(run_dir=str(res.run_dir))) == 0 and fig.is_file()
+
+
+# -- chunking ----------------------------------------------------------------------------------
+
+
+def test_spread_order_is_a_permutation_whose_windows_cover_the_sweep():
+    for n in (1, 2, 7, 1000):
+        order = spread_order(n)
+        assert sorted(order.tolist()) == list(range(n))
+    order = spread_order(1000)
+    # any 10 consecutive dispatches land in at least 7 of the 10 tenths of the task list (a
+    # contiguous cut would hit 1 or 2)
+    for i in range(0, 991):
+        assert len(set(order[i:i + 10] // 100)) >= 7
+
+
+def test_chunk_plan_sizes():
+    tasks = [Task(f"t={i}") for i in range(1000)]
+    fixed = ChunkPlan(tasks, workers=2, chunk_size=64)
+    chunks = list(fixed)
+    assert [len(c) for c in chunks] == [64] * 15 + [40]
+    assert sorted(t.key for c in chunks for t in c) == sorted(t.key for t in tasks)
+    auto = ChunkPlan(tasks, workers=2, target=0.5)
+    sizes = []
+    while (c := auto.take()) is not None:
+        sizes.append(len(c))
+        auto.record(len(c), 0.001 * len(c))  # 1 ms per task: chunks grow 4x per step towards 500
+    assert sizes[:4] == [1, 4, 16, 64]
+    assert max(sizes) <= math.ceil(1000 / 4) and sum(sizes) == 1000
+    assert sizes[-1] <= 2  # the tail shrinks so the last chunks balance across workers
+    probe = ChunkPlan(tasks, workers=1)
+    probe.record(1, 0.01)
+    assert probe.next_size(max_seconds=0.05) == 4  # 10 ms tasks, 50 ms left: 4 (growth cap), not 50
+    probe.record(4, 0.04)
+    assert probe.next_size(max_seconds=0.05) == 5
