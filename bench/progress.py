@@ -2,8 +2,8 @@
 
 Progress goes to stderr so that stdout stays the command's result (tables, JSON paths). A bar is
 only drawn once the work has taken longer than ``delay`` seconds, so quick commands and tests print
-nothing; on a non-terminal stream (CI logs) tqdm's in-place redraw is replaced by one line every
-``interval`` seconds.
+nothing; on a non-terminal stream (CI logs, a file) tqdm's in-place redraw is replaced by one whole
+line every ``interval`` seconds (no carriage returns).
 """
 
 from __future__ import annotations
@@ -14,6 +14,22 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 __all__ = ["progress"]
+
+
+class _Lines:
+    """A non-terminal stream for tqdm: each redraw (``\\r`` + bar) becomes one plain line."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        for part in text.split("\r"):
+            part = part.rstrip()
+            if part:
+                self.stream.write(part + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def progress(total: int, *, desc: str, initial: int = 0, unit: str = "task", enabled: bool = True,
@@ -29,7 +45,7 @@ def progress(total: int, *, desc: str, initial: int = 0, unit: str = "task", ena
         initial=initial,
         desc=desc,
         unit=unit,
-        file=stream,
+        file=stream if tty else _Lines(stream),
         disable=not enabled or total <= initial,
         delay=delay,
         # Off a terminal every redraw is a new line: keep them rare.

@@ -469,3 +469,41 @@ def test_chunk_plan_sizes():
     assert probe.next_size(max_seconds=0.05) == 4  # 10 ms tasks, 50 ms left: 4 (growth cap), not 50
     probe.record(4, 0.04)
     assert probe.next_size(max_seconds=0.05) == 5
+
+
+def test_every_kind_satisfies_the_plugin_protocol(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from dpharness.bench import experiments
+
+    for kind in experiments.available():
+        assert isinstance(experiments.get(kind), experiments.ExperimentKind), kind
+    fake = types.ModuleType("dpharness.bench.experiments.fake")
+    fake.parse = fake.tasks = fake.run_task = fake.summarize = lambda *a: None  # no plot
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    monkeypatch.setattr(experiments, "available", lambda: ["fake"])
+    with pytest.raises(ValueError, match="'fake' lacks plot"):
+        experiments.get("fake")
+    fake.plot, fake.check = fake.parse, "not a function"
+    with pytest.raises(ValueError, match="check must be a function"):
+        experiments.get("fake")
+
+
+def test_progress_lines_off_a_terminal_and_silent_for_short_runs(tmp_path, capsys):
+    import io
+
+    from dpharness.bench.progress import progress
+
+    buf = io.StringIO()
+    with progress(10, desc="demo", initial=2, stream=buf, delay=0.0, interval=0.0) as bar:
+        for _ in range(8):
+            bar.update(1)
+    lines = buf.getvalue().splitlines()
+    assert "\r" not in buf.getvalue() and lines[-1].startswith("demo: 100%") and "10/10" in lines[-1]
+    quiet = io.StringIO()
+    with progress(10, desc="demo", stream=quiet, enabled=False) as bar:
+        bar.update(10)
+    assert quiet.getvalue() == ""
+    run(SMALL, out=tmp_path, figures=False)  # progress on, but the run is shorter than the delay
+    assert "small:" not in capsys.readouterr().err
