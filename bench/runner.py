@@ -382,6 +382,9 @@ def _dask_client(scheduler: str | None, jobs: int) -> Iterator[Any]:
                 client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - OSError/TimeoutError/ValueError: one message
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if isinstance(exc, (ValueError, TypeError)):
+                raise RunError(f"--scheduler {scheduler}: not a dask scheduler address ({first}); expected "
+                               "e.g. tcp://host:8786") from None
             raise RunError(f"--scheduler {scheduler}: cannot reach the dask scheduler within "
                            f"{SCHEDULER_TIMEOUT:g} s ({first})") from None
         try:
@@ -582,6 +585,10 @@ def _check_out(parent: Path, name: str | None = None) -> None:
     if longest >= path_max:
         raise RunError(f"--out {shown}: the path is too long for run folders under it "
                        f"(files would need about {longest} bytes; the limit is {path_max})")
+    if name and anc == p and os.path.lexists(p / name):
+        anc = p / name
+        if not anc.is_dir():
+            raise RunError(f"--out {shown}: {anc} (the folder for config {name!r}) is a file, not a directory")
     if not os.access(anc, os.W_OK | os.X_OK):
         raise RunError(f"--out {shown}: cannot create run folders: {anc} is not writable")
     try:  # permission bits are not the whole story (read-only mounts, /proc, root squash): try
@@ -591,14 +598,17 @@ def _check_out(parent: Path, name: str | None = None) -> None:
         raise RunError(f"--out {shown}: cannot create run folders in {anc}: {exc.strerror}") from None
 
 
-def _validate_args(jobs: Any, backend: str, scheduler: str | None, chunk_size: Any) -> None:
+def _validate_args(jobs: Any, backend: str, scheduler: str | None, chunk_size: Any, out: Any) -> None:
+    """The run's own arguments (messages name the CLI flag; the Python argument has the same name)."""
     if backend not in BACKENDS:
-        raise RunError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+        raise RunError(f"--backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     if not isinstance(jobs, numbers.Integral) or isinstance(jobs, bool) or jobs == 0 or jobs < -1:
-        raise RunError(f"jobs must be a positive integer or -1 (all cores), got {jobs!r}")
+        raise RunError(f"--jobs must be a positive integer or -1 (all cores), got {jobs!r}")
     if chunk_size is not None and (not isinstance(chunk_size, numbers.Integral) or isinstance(chunk_size, bool)
                                    or chunk_size < 1):
-        raise RunError(f"chunk_size must be a positive integer or None (automatic), got {chunk_size!r}")
+        raise RunError(f"--chunk-size must be a positive integer (omit it for automatic chunks), got {chunk_size!r}")
+    if out is not None and not str(out).strip():
+        raise RunError("--out must name a folder, got an empty path")
     if scheduler is not None and backend != "dask":
         raise RunError("--scheduler is only used with --backend dask")
     if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
@@ -661,7 +671,7 @@ def run(
     """
     t_start = time.monotonic()
     started = _dt.datetime.now(_dt.timezone.utc)
-    _validate_args(jobs, backend, scheduler, chunk_size)
+    _validate_args(jobs, backend, scheduler, chunk_size, out)
     parent = Path(out) if out is not None else Path("results")
     if resume is None:
         _check_out(parent)
