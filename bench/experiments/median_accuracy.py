@@ -556,6 +556,23 @@ def _heading(spec: Spec) -> str:
             f"{spec.datasets} datasets x {spec.draws} draws")
 
 
+def _ratio_text(spec: Spec, table: pd.DataFrame, mechanism: str) -> str:
+    """"ours/paper ± 1 SE (n datasets per cell): ε=..: r ± s, ..." for one reference row, computed
+    from this run (the SE of the ratio is our SE / paper: the paper's value is a fixed number)."""
+    sfx = spec.suffix
+    sub = table[table["mechanism"] == mechanism]
+    parts = []
+    for _, r in sub.iterrows():
+        paper = r["paper_mean" + sfx]
+        if math.isfinite(paper) and paper > 0:
+            se = r["se" + sfx]
+            parts.append(f"ε={format_value(r['epsilon'])}: {r['mean' + sfx] / paper:.2f}"
+                         + (f" ± {se / paper:.2f}" if math.isfinite(se) else ""))
+    k = sorted({int(v) for v in sub["_k"]}) if len(sub) else [spec.datasets]
+    per_cell = f"{k[0]}" if len(k) == 1 else f"{k[0]}–{k[-1]}"
+    return f"ours/paper ± 1 SE of ours, {per_cell} datasets per cell: {', '.join(parts) or '—'}"
+
+
 def _text(spec: Spec, table: pd.DataFrame) -> str:
     from ..tables import format_text_table
 
@@ -589,7 +606,7 @@ def _text(spec: Spec, table: pd.DataFrame) -> str:
                 f"{r['paper_mean' + sfx]:g}" + ("" if not math.isfinite(r["paper_std" + sfx]) else f" (±{r['paper_std' + sfx]:g})"),
                 "ours−paper": _f(r["mean" + sfx] - r["paper_mean" + sfx]),
                 "tolerance": _f(r["_tol"]),
-                "": "" if pd.isna(inside) else ("ok" if inside else "OUTSIDE"),
+                "verdict": "—" if pd.isna(inside) else ("ok" if inside else "OUTSIDE"),
             })
             rows.append(rec)
         lines.append(format_text_table(pd.DataFrame.from_records(rows)))
@@ -608,12 +625,10 @@ def _text(spec: Spec, table: pd.DataFrame) -> str:
                 f" (|diff| {_f(abs(r['mean' + sfx] - r['paper_mean' + sfx]))} > {_f(r['_tol'])})" for _, r in bad.iterrows()))
         else:
             lines.append("every cell with a published value is within tolerance")
+        lines.append("verdict: ok = |ours − paper| ≤ tolerance; OUTSIDE = beyond it; — = no published value")
         for rr in ref.rows:
-            sub = table[table["mechanism"] == rr.mechanism]
-            ratios = [f"ε={format_value(r['epsilon'])}: {r['mean' + sfx] / r['paper_mean' + sfx]:.2f}"
-                      for _, r in sub.iterrows() if math.isfinite(r["paper_mean" + sfx]) and r["paper_mean" + sfx] > 0]
             if rr.note:
-                lines.append(f"note on {rr.mechanism} (ours/paper {', '.join(ratios)}): {rr.note}")
+                lines.append(f"note on {rr.mechanism} ({_ratio_text(spec, table, rr.mechanism)}): {rr.note}")
         if ref.note:
             lines.append(ref.note)
     if len(incomplete):
