@@ -1,0 +1,42 @@
+"""Performance benchmarks: dpharness beside a physical floor and beside peer libraries.
+
+``dpharness bench [--quick] [--json PATH] [--only SECTION...] [--max-n N] [--repeats R]`` (or
+``python -m dpharness.bench.perf``) prints a table, writes JSON rows and a log-log scaling
+figure. Absolute times on a shared machine are noise, so every number that matters is a *ratio*
+computed pairwise inside one repetition (:mod:`.timing`).
+
+Sections (see issue 8), one module each:
+
+* ``median``   -- :mod:`.medians`: median mechanisms against ``np.partition`` / ``np.sort`` and
+  peer medians;
+* ``finite``   -- :mod:`.finite`: selection over k candidates against Gumbel-argmax /
+  ``rng.choice`` and per-draw peers (slow ones extrapolated);
+* ``table1``   -- :mod:`.table1`: wall time of ``bench.runner.run`` on
+  ``configs/duff_table1.yaml`` at jobs 1 and 2;
+* ``verifier`` -- :mod:`.verifier`: samples per second through ``verifiers.audit`` and its
+  overhead over raw sampling.
+
+The rest: :mod:`.plan` (sizes and budgets), :mod:`.rows` (JSON row fields, the section report),
+:mod:`.build` (mechanisms from the registry), :mod:`.environment` (machine block of the JSON),
+:mod:`.report` (table, goal and summary text), :mod:`.figure` (scaling figure), :mod:`.run`
+(output checks, running the sections, writing the JSON), :mod:`.cli` (``cmd_bench``, exit codes).
+
+Anything unavailable (a mechanism not written yet, a peer not installed, no runner) is reported
+as ``skipped: <reason>`` and the rest still runs.
+"""
+
+from __future__ import annotations
+
+from .cli import cmd_bench, main
+from .environment import environment
+from .figure import plot_scaling
+from .plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
+from .report import GOAL_N, GOAL_RATIO, format_goal, format_summary, format_table, median_goal
+from .rows import ROW_FIELDS, SCHEMA
+from .run import output_paths, run_bench
+
+__all__ = [
+    "Plan", "full_plan", "quick_plan", "run_bench", "cmd_bench", "environment", "main",
+    "SECTIONS", "SCHEMA", "ROW_FIELDS", "BenchInputError", "output_paths", "format_table",
+    "format_goal", "format_summary", "median_goal", "plot_scaling", "GOAL_RATIO", "GOAL_N",
+]

@@ -1,0 +1,115 @@
+"""``dpharness bench`` (also ``python -m dpharness.bench.perf``): parse, check, run, print.
+
+Options (declared with their help text in :mod:`dpharness.bench.cli`): ``--quick`` (CI tier),
+``--json PATH``, ``--only SECTION...``, ``--max-n N``, ``--repeats R``. Every option and the
+output path are checked before anything is timed.
+
+Exit codes: 0 the benchmark ran and its results were written; 2 bad input (an option value, or a
+``--json`` path that cannot be written -- one message, nothing timed, nothing written); 1 is
+reserved for a failed performance gate (none is enforced: issue 8's median goal is reported,
+not gated) and is also returned when the results cannot be written after the run (disk full);
+130 interrupted (nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import replace
+from typing import Any, Sequence
+
+from .plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
+from .report import format_summary
+from .run import output_paths, run_bench_to
+
+__all__ = ["cmd_bench", "main", "plan_from_args", "parse_count", "parse_sections"]
+
+
+def parse_count(value: Any, flag: str) -> int:
+    """A positive integer from the command line; ``1e6`` is accepted, ``1.5``/``0``/``nan`` are not."""
+    if isinstance(value, bool):
+        raise BenchInputError(f"{flag} must be a positive integer, got {value!r}")
+    if isinstance(value, int):
+        v = value
+    else:
+        text = str(value).strip().replace("_", "")
+        try:
+            x = float(text)
+        except ValueError:
+            raise BenchInputError(f"{flag} must be a positive integer such as 1000 or 1e6, got {value!r}") from None
+        if not math.isfinite(x) or not x.is_integer():
+            raise BenchInputError(f"{flag} must be a positive integer such as 1000 or 1e6, got {value!r}")
+        v = int(x)
+    if v <= 0:
+        raise BenchInputError(f"{flag} must be > 0, got {value!r}")
+    return v
+
+
+def parse_sections(values: Sequence[str]) -> tuple[str, ...]:
+    """Section names from ``--only`` (space- or comma-separated), in the benchmark's order."""
+    names = [x.strip() for v in values for x in str(v).split(",") if x.strip()]
+    if not names:
+        raise BenchInputError(f"--only needs at least one section: {', '.join(SECTIONS)}")
+    for name in names:
+        if name not in SECTIONS:
+            from ..config import did_you_mean
+
+            raise BenchInputError(f"--only: unknown section {name!r}{did_you_mean(name, SECTIONS)}; "
+                                  f"valid sections: {', '.join(SECTIONS)}")
+    return tuple(s for s in SECTIONS if s in names)
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    """The :class:`.plan.Plan` of the parsed options (:class:`.plan.BenchInputError` if one is bad)."""
+    plan = quick_plan() if getattr(args, "quick", False) else full_plan()
+    only = getattr(args, "only", None)
+    if only is not None:
+        plan = replace(plan, sections=parse_sections(only))
+    max_n = getattr(args, "max_n", None)
+    if max_n is not None:
+        cap = parse_count(max_n, "--max-n")
+        kept = tuple(n for n in plan.median_ns if n <= cap)
+        if not kept:
+            raise BenchInputError(f"--max-n {max_n} is below the smallest median n of this tier "
+                                  f"({min(plan.median_ns):g}); give --max-n >= {min(plan.median_ns)}")
+        plan = replace(plan, median_ns=kept)
+    repeats = getattr(args, "repeats", None)
+    if repeats is not None:
+        r = parse_count(repeats, "--repeats")
+        plan = replace(plan, repeats=r, min_repeats=min(plan.min_repeats, r))
+    return plan
+
+
+def _print_line(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``dpharness bench [--quick] [--json PATH] [--only SECTION...] [--max-n N] [--repeats R]``;
+    exit codes in the module docstring."""
+    try:
+        plan = plan_from_args(args)
+        paths = output_paths(getattr(args, "json", None), plan.quick, what="--json")
+    except BenchInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        doc = run_bench_to(plan, paths, log=_print_line, progress=True)
+    except KeyboardInterrupt:
+        print("interrupted; no results were written", file=sys.stderr)
+        return 130
+    except OSError as exc:  # checked writable before the run; the disk filled up or similar
+        print(f"error: the results could not be written to {paths[0]}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print()
+    print(format_summary(doc, paths[0]))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dpharness.bench.perf [options]``: the same options and exit codes as
+    ``dpharness bench`` (one parser, in :mod:`dpharness.bench.cli`)."""
+    from ..cli import main as dpharness_main
+
+    return dpharness_main(["bench", *(sys.argv[1:] if argv is None else argv)])

@@ -1,0 +1,200 @@
+"""Run a :class:`.plan.Plan`: every section in turn, then the figure and the JSON document.
+
+The output paths are checked *before* anything is timed (a benchmark that cannot save its
+results is refused with a :class:`.plan.BenchInputError`), and the JSON is written atomically (a
+temporary file renamed into place), so a failed or interrupted run leaves no half-written file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import progress as _progress
+from .environment import environment, load_average
+from .figure import plot_scaling
+from .finite import bench_finite
+from .medians import bench_medians
+from .plan import BenchInputError, Plan
+from .report import PEER_HINT_NOTE, median_goal
+from .rows import ROW_FIELDS, SCHEMA, Report
+from .table1 import bench_table1
+from .verifier import bench_verifier
+
+__all__ = ["run_bench", "run_bench_to", "output_paths", "default_json", "figure_path", "planned_steps"]
+
+_SECTIONS: dict[str, Callable[[Plan, Report], None]] = {
+    "median": bench_medians, "finite": bench_finite, "table1": bench_table1, "verifier": bench_verifier,
+}
+
+
+def default_json(quick: bool) -> pathlib.Path:
+    """``results/perf/bench_<UTC stamp>[_quick].json``, relative to the working directory (like
+    the runner's default ``results/`` folder)."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return pathlib.Path("results") / "perf" / f"bench_{stamp}{'_quick' if quick else ''}.json"
+
+
+def figure_path(json_path: pathlib.Path) -> pathlib.Path:
+    """The scaling figure goes next to the JSON: ``<stem>_scaling.png``."""
+    return json_path.with_name(json_path.stem + "_scaling.png")
+
+
+def _probe_folder(folder: pathlib.Path, what: str) -> None:
+    """Create and remove a file in ``folder``: the only honest writability test (root ignores
+    permission bits, read-only mounts ignore them the other way)."""
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".dpharness-bench-", suffix=".probe")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise BenchInputError(f"{what}: cannot write in the folder {folder}: {exc.strerror or exc}") from None
+
+
+def output_paths(json_path: str | os.PathLike[str] | None, quick: bool = False,
+                 what: str = "json_path") -> tuple[pathlib.Path, pathlib.Path]:
+    """(JSON path, figure path) for ``json_path``, checked writable without writing them.
+
+    An explicit path must name a file (not a folder) in an existing, writable folder; the
+    default path's folders are created when the results are written. ``what`` names the
+    argument in the error message (``--json`` on the command line).
+    """
+    if json_path is None:
+        path = default_json(quick)
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise BenchInputError(f"{what}: the default output folder {path.parent} cannot be created: "
+                                  f"{ancestor} is not a folder; give a path with --json")
+        _probe_folder(ancestor, what)
+        return path, figure_path(path)
+    if not str(json_path).strip():
+        raise BenchInputError(f"{what}: empty path; give a file path such as results/perf/bench.json")
+    path = pathlib.Path(json_path)
+    if path.is_dir():
+        raise BenchInputError(f"{what}: {path} is a folder; give a file path such as {path / 'bench.json'}")
+    if path.exists() and not path.is_file():
+        raise BenchInputError(f"{what}: {path} exists and is not a regular file")
+    parent = path.parent
+    if not parent.exists():
+        raise BenchInputError(f"{what}: the folder {parent} does not exist; create it first or choose another path")
+    if not parent.is_dir():
+        raise BenchInputError(f"{what}: {parent} is not a folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise BenchInputError(f"{what}: {path} is not writable")
+    _probe_folder(parent, what)
+    png = figure_path(path)
+    if png.exists() and not png.is_file():
+        raise BenchInputError(f"{what}: the figure would go to {png}, which is not a regular file")
+    return path, png
+
+
+def planned_steps(plan: Plan) -> dict[str, int]:
+    """Progress units per section: one per n (median), k (finite), mechanism x samples
+    (verifier), one for Table 1."""
+    steps = {"median": len(plan.median_ns), "finite": len(plan.finite_ks), "table1": 1,
+             "verifier": len(plan.verifier_mechanisms) * len(plan.verifier_samples)}
+    return {s: steps[s] for s in plan.sections}
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def _write_atomically(path: pathlib.Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def run_bench(plan: Plan, json_path: str | os.PathLike[str] | None = None,
+              log: Callable[[str], None] | None = None, progress: bool = False) -> dict[str, Any]:
+    """Run every section of ``plan``; write the JSON and the figure; return the JSON document.
+
+    Nothing is printed: ``log`` (if given) receives one result line per measured step as soon
+    as it is known, and ``progress=True`` shows the one progress display of the harness on
+    stderr. Raises :class:`.plan.BenchInputError` before timing anything when ``json_path``
+    cannot be written (see :func:`output_paths`; ``None`` means the default path).
+    """
+    return run_bench_to(plan, output_paths(json_path, plan.quick), log=log, progress=progress)
+
+
+def run_bench_to(plan: Plan, paths: tuple[pathlib.Path, pathlib.Path],
+                 log: Callable[[str], None] | None = None, progress: bool = False) -> dict[str, Any]:
+    """:func:`run_bench` writing to ``paths`` = (JSON, figure) as returned by :func:`output_paths`."""
+    path, fig_path = paths
+    t0 = time.perf_counter()
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    env = environment()
+    steps = planned_steps(plan)
+    bar = _progress.progress(sum(steps.values()), desc="bench", unit="step", enabled=progress)
+
+    def result_line(msg: str) -> None:
+        if log is not None:
+            with type(bar).external_write_mode(file=sys.stdout):  # keep the bar intact
+                log(msg)
+
+    def step(desc: str) -> None:
+        bar.set_postfix_str(desc, refresh=False)
+        bar.update(1)
+
+    report = Report(on_result=result_line, on_step=step)
+    section_seconds: dict[str, float] = {}
+    with bar:
+        done = 0
+        for sec in plan.sections:
+            ts = time.perf_counter()
+            _SECTIONS[sec](plan, report)
+            section_seconds[sec] = time.perf_counter() - ts
+            done += steps[sec]
+            if bar.n < done:  # steps of skipped work
+                bar.update(done - bar.n)
+    env["load_average_end"] = load_average()
+    path.parent.mkdir(parents=True, exist_ok=True)  # the default results/perf/ folder
+    try:
+        fig = plot_scaling(report.rows, fig_path)
+    except Exception as exc:  # a plotting failure must not lose the measurements
+        fig = None
+        report.notes.append(f"figure failed: {type(exc).__name__}: {exc}")
+    if any(s["name"].startswith(("diffprivlib", "opendp", "pydp")) for s in report.skipped):
+        report.notes.append(PEER_HINT_NOTE)
+    doc = {
+        "schema": SCHEMA,
+        "created": started,
+        "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]) if sys.argv else None,
+        "quick": plan.quick,
+        "plan": asdict(plan),
+        "environment": env,
+        "fields": list(ROW_FIELDS),
+        "rows": report.rows,
+        "skipped": report.skipped,
+        "notes": report.notes,
+        "figure": str(fig) if fig else None,
+        "median_goal": median_goal(report.rows),
+        "section_seconds": section_seconds,
+        "wall_seconds": time.perf_counter() - t0,
+    }
+    _write_atomically(path, json.dumps(doc, indent=1, default=_json_default) + "\n")
+    return doc
