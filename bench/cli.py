@@ -20,7 +20,7 @@ _COMMANDS = {
     "validate": ("dpharness.bench.config", "cmd_validate"),
     "plot": ("dpharness.bench.plots", "cmd_plot"),
     "audit": ("dpharness.bench.audits.cli", "cmd_audit"),
-    "regress": ("dpharness.bench.regress", "cmd_regress"),
+    "regress": ("dpharness.bench.regress.cli", "cmd_regress"),
     "bench": ("dpharness.bench.perf.cli", "cmd_bench"),
 }
 
@@ -50,8 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check configs (including building every mechanism) without running")
     v.add_argument("configs", nargs="+", metavar="CONFIG")
 
-    pl = sub.add_parser("plot", help="rebuild a run's figures from its results.csv")
+    pl = sub.add_parser("plot", help="rebuild a run's figures from its results.csv",
+                        description="Redraw a finished run's figures from its results.csv and config.yaml "
+                        "(into RUN_DIR/figures, or --out DIR). Refused (exit 2): a folder that is not a run "
+                        "folder, a damaged manifest.json, a results.csv missing tasks of the config "
+                        "(truncated or edited), and a committed baseline under results/baselines/ "
+                        "without --out.")
     pl.add_argument("run_dir", metavar="RUN_DIR")
+    pl.add_argument("--out", metavar="DIR", default=None,
+                    help="write the figures into DIR (created if missing) instead of RUN_DIR/figures; "
+                    "required for a committed baseline")
 
     a = sub.add_parser("audit", help="run an audit config (top-level audits:) and report privacy verdicts; "
                        "resumes an interrupted run like `run`")
@@ -63,12 +71,26 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--quick", action="store_true", help="apply the config's quick: caps (max_samples, max_repeat)")
     a.add_argument("--resume", metavar="RUN_DIR", default=None, help="resume this run folder explicitly")
 
-    g = sub.add_parser("regress", help="compare a new run against a baseline run, cell by cell")
-    g.add_argument("new_run_dir", metavar="NEW_RUN_DIR")
-    g.add_argument("baseline_run_dir", metavar="BASELINE_RUN_DIR")
-    g.add_argument("--alpha", type=float, default=0.01)
-    g.add_argument("--tolerance", type=float, default=0.05)
-    g.add_argument("--update-baseline", action="store_true")
+    g = sub.add_parser(
+        "regress", help="compare a new run against a baseline run, cell by cell",
+        description="Compare a new run folder with a baseline run folder of the same config, cell by cell "
+                    "(one-sided Welch / paired t-test or z-test per cell, Holm over the cells). Exit 0: no "
+                    "significant regression; 1: at least one; 2: the runs cannot be compared or an option is "
+                    "out of range. Writes regress.csv and regress.md into NEW_RUN_DIR (atomically, replacing "
+                    "earlier ones; nothing when NEW_RUN_DIR is under a baselines/ folder); only "
+                    "--update-baseline writes into BASELINE_RUN_DIR.")
+    g.add_argument("new_run_dir", metavar="NEW_RUN_DIR",
+                   help="run folder to check (results.csv, config.yaml, manifest.json); receives regress.csv and regress.md")
+    g.add_argument("baseline_run_dir", metavar="BASELINE_RUN_DIR",
+                   help="run folder of the same config (root seed may differ), e.g. results/baselines/NAME; read only")
+    g.add_argument("--alpha", type=float, default=0.01,
+                   help="family-wise error rate over the cells (Holm), in (0, 1); default 0.01")
+    g.add_argument("--tolerance", type=float, default=0.05,
+                   help="relative slack: a cell regresses when its mean is significantly worse than "
+                        "(1 + tolerance) x the baseline's; in [0, 1), default 0.05")
+    g.add_argument("--update-baseline", action="store_true",
+                   help="after the comparison (printed when possible), replace BASELINE_RUN_DIR by the new run's "
+                        "results.csv, table.csv, table.md, config.yaml, manifest.json and exit 0 (a deliberate change)")
 
     b = sub.add_parser("bench", help="performance benchmarks against floors and peer libraries",
                        description="Time dpharness against physical floors and peer libraries; print a ratio "

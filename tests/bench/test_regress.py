@@ -107,7 +107,7 @@ def test_holm_matches_its_definition():
     adj_sorted = np.minimum(1, np.maximum.accumulate(p[order] * (len(p) - np.arange(len(p)))))
     expected = np.empty_like(p)
     expected[order] = adj_sorted
-    reject, adj = rg._holm(p, 0.05)
+    reject, adj = rg.holm(p, 0.05)
     np.testing.assert_allclose(adj, expected, rtol=1e-12)
     np.testing.assert_array_equal(reject, expected <= 0.05)
 
@@ -143,7 +143,7 @@ def test_family_wise_error_at_the_boundary_is_controlled():
     # the statsmodels call regress uses; that call is slow, it runs gc.collect() every time)
     any_holm = p.min(axis=1) <= alpha / K
     for r in range(0, R, 400):
-        assert rg._holm(p[r], alpha)[0].any() == any_holm[r]
+        assert rg.holm(p[r], alpha)[0].any() == any_holm[r]
     any_raw = (p < alpha).any(axis=1)
     limit = stats.binom.isf(1e-6, R, alpha) / R
     assert any_holm.mean() <= limit, (any_holm.mean(), limit)
@@ -549,11 +549,11 @@ def _predicted(base: Path, degradation: float, tolerance: float = 0.05, alpha: f
     probability when nothing changed, both from the baseline's mean and spread (for one Monte Carlo
     mean +- SE per cell: of the z-test, from the mean and its SE)."""
     run = rg.load_run(base, "baseline")
-    cells = rg._by_cell(run.results, run.cell_columns, run.metric)
+    cells = rg.by_cell(run.results, run.cell_columns, run.metric)
     k = len(cells)
     rows = []
     if run.se_column is not None:
-        ses = rg._by_cell(run.results, run.cell_columns, run.se_column)
+        ses = rg.by_cell(run.results, run.cell_columns, run.se_column)
         for label, (_, v, _) in cells.items():
             assert len(v) == 1
             r = float(ses[label][1][0]) / float(v[0])
@@ -563,8 +563,8 @@ def _predicted(base: Path, degradation: float, tolerance: float = 0.05, alpha: f
     for label, (_, v, _) in cells.items():
         cv = v.std(ddof=1) / v.mean()
         rows.append({"cell": label,
-                     "power": rg._power(degradation, len(v), cv, alpha / k, tolerance),
-                     "false_alarm": rg._power(0.0, len(v), cv, alpha / k, tolerance)})
+                     "power": rg.welch_power(degradation, len(v), cv, alpha / k, tolerance),
+                     "false_alarm": rg.welch_power(0.0, len(v), cv, alpha / k, tolerance)})
     return pd.DataFrame(rows).set_index("cell")
 
 
@@ -688,9 +688,9 @@ def _private_mode_cells(spec, eps_factor: float = 1.0) -> dict[str, tuple[np.nda
         for e in spec.epsilons:
             p = np.exp(spec.mechanism(label, eps_factor * e).log_prob(spec.records()))
             for metric, vals in (("utility_loss", gap), ("p_mode", (gap > 0).astype(float))):
-                cell = rg._cell_label(
+                cell = rg.cell_label(
                     ["what", "mechanism", "epsilon", "draws", "category", "metric"],
-                    rg._format_row(["loss", label, e, spec.loss_draws, math.nan, metric]))
+                    rg.format_row(["loss", label, e, spec.loss_draws, math.nan, metric]))
                 out[cell] = (vals, p)
     return out
 

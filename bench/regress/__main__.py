@@ -1,0 +1,7 @@
+"""``python -m dpharness.bench.regress power BASELINE_RUN_DIR...`` (see :mod:`bench.regress.cli`)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
