@@ -413,8 +413,8 @@ def _open_executor(stack: contextlib.ExitStack, backend: str, jobs: int, schedul
         except Exception:  # noqa: BLE001 - provenance only
             workers = 1
         return _Executor("dask", jobs, workers, external=bool(scheduler))
-    if jobs == 1:
-        return _Executor(backend, 1, 1)
+    if jobs > 0:
+        return _Executor(backend, jobs, jobs)  # (joblib is imported only when workers start)
     from joblib import effective_n_jobs, parallel_config
 
     with parallel_config(backend=backend):
@@ -443,9 +443,10 @@ def _iter_chunks(ex: _Executor, kind: str, spec: Any, plan: ChunkPlan, root_seed
 def _loky_pool_is_warm(workers: int) -> bool:
     """True when joblib's reusable loky pool already runs ``workers`` live processes (a second run
     in the same process): then starting workers costs nothing."""
+    reusable_executor = sys.modules.get("joblib.externals.loky.reusable_executor")
+    if reusable_executor is None:  # never imported: no pool (and no import cost for a short run)
+        return False
     try:
-        from joblib.externals.loky import reusable_executor
-
         ex = reusable_executor._executor
         return (ex is not None and ex._max_workers == workers and ex._flags.broken is None
                 and not ex._flags.shutdown and len(ex._processes) == workers)

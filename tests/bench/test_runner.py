@@ -313,9 +313,31 @@ def test_every_task_failing_exits_1_with_a_manifest_and_no_traceback(tmp_path, m
     (run_dir,) = (tmp_path / "o" / "small").iterdir()
     man = json.loads((run_dir / "manifest.json").read_text())
     assert man["status"] == "errors" and man["exit_code"] == 1 and man["tasks"]["errors"] == 16
-    # the kind's summary or figures cannot cope with no results: recorded and printed, not raised
-    assert man["output_errors"] and all(msg in cap.err for msg in man["output_errors"].values())
+    # if the kind's summary or figures cannot cope with no results, that is recorded and printed
+    assert all(msg in cap.err for msg in man.get("output_errors", {}).values())
     assert (run_dir / "results.csv").is_file()
+
+
+def test_failing_summary_is_one_message_exit_1_and_recorded(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from dpharness.bench.cli import main
+
+    def broken(spec, results):
+        raise KeyError("mean_abs_error")
+
+    monkeypatch.setattr(median_accuracy, "summarize", broken)
+    cfg = tmp_path / "small.yaml"
+    cfg.write_text(yaml.safe_dump(SMALL), encoding="utf-8")
+    assert main(["run", str(cfg), "--out", str(tmp_path / "o")]) == 1
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.out + cap.err
+    assert [ln for ln in cap.err.splitlines() if ln.startswith("error:")] == [
+        ln for ln in cap.err.splitlines() if "summary failed: KeyError: 'mean_abs_error'" in ln]
+    (run_dir,) = (tmp_path / "o" / "small").iterdir()
+    man = json.loads((run_dir / "manifest.json").read_text())
+    assert man["status"] == "failed" and man["output_errors"] == {"summary": "KeyError: 'mean_abs_error'"}
+    assert man["exit_code"] == 1 and man["tasks"]["ok"] == 16
 
 
 def test_failing_plot_is_recorded_and_the_run_resumes_to_complete(tmp_path, monkeypatch, baseline):
