@@ -2,7 +2,8 @@
 laplace_from_exponential, private_mode): intervals, rows and figure plumbing.
 
 Not a kind itself (the leading underscore keeps it out of :func:`bench.experiments.available`).
-Figures use :class:`matplotlib.figure.Figure` directly (no pyplot global state), so plotting is
+Intervals come from :mod:`verifiers.bounds` and tables from :mod:`bench.tables`, so each exists
+once in the harness. Figures use :class:`matplotlib.figure.Figure` directly (no pyplot global state), so plotting is
 safe in worker threads and never opens a window.
 """
 
@@ -16,6 +17,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
+
+from ...verifiers.bounds import cp_lower, cp_upper
+from ..tables import to_markdown
 
 __all__ = [
     "ok_rows",
@@ -41,14 +45,15 @@ def ok_rows(results: pd.DataFrame, what: str | None = None) -> pd.DataFrame:
 
 
 def clopper_pearson(k: Any, n: Any, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Exact two-sided Clopper-Pearson interval for a binomial proportion (vectorised)."""
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    a = (1 - level) / 2
-    with np.errstate(invalid="ignore"):
-        lo = np.where(k > 0, stats.beta.ppf(a, k, n - k + 1), 0.0)
-        hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, n - k), 1.0)
-    return np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
+    """Exact two-sided Clopper-Pearson interval at confidence ``level`` for a binomial proportion
+    (vectorised): the one-sided bounds :func:`verifiers.bounds.cp_lower` / ``cp_upper`` at
+    ``(1 - level) / 2`` each -- the verifier's implementation, the only one in the harness.
+
+    Raises ValueError (from :mod:`verifiers.bounds`) unless ``0 <= k <= n``, ``n > 0`` and
+    ``0 < level < 1``.
+    """
+    a = (1.0 - level) / 2.0
+    return np.asarray(cp_lower(k, n, a), dtype=np.float64), np.asarray(cp_upper(k, n, a), dtype=np.float64)
 
 
 def mean_interval(x: np.ndarray, level: float = 0.95, support: tuple[float, float] | None = None) -> tuple[float, float, float, float]:
@@ -113,16 +118,6 @@ def density_curve(law: Any, points_per_piece: int = 200) -> tuple[np.ndarray, np
 
 
 def md_table(df: pd.DataFrame, floatfmt: str = ".6g") -> str:
-    """A plain GitHub-markdown table (no tabulate dependency)."""
-    cols = list(df.columns)
-
-    def cell(v: Any) -> str:
-        if isinstance(v, (float, np.floating)):
-            return format(float(v), floatfmt)
-        return str(v)
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for _, row in df.iterrows():
-        lines.append("| " + " | ".join(cell(row[c]) for c in cols) + " |")
-    return "\n".join(lines)
-
+    """A GitHub-markdown table, floats as ``floatfmt``, without a trailing newline (a line of a
+    kind's summary text): :func:`bench.tables.to_markdown`, the harness's one table writer."""
+    return to_markdown(df, floatfmt=floatfmt).rstrip("\n")
