@@ -31,12 +31,35 @@ from .cli import cmd_bench, main
 from .environment import environment
 from .figure import plot_scaling
 from .plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
-from .report import GOAL_N, GOAL_RATIO, format_goal, format_summary, format_table, median_goal
+from .report import (
+    GOAL_N,
+    GOAL_RATIO,
+    format_goal,
+    format_summary,
+    format_table,
+    median_goal,
+)
 from .rows import ROW_FIELDS, SCHEMA
 from .run import output_paths, run_bench
 
 __all__ = [
-    "Plan", "full_plan", "quick_plan", "run_bench", "cmd_bench", "environment", "main",
-    "SECTIONS", "SCHEMA", "ROW_FIELDS", "BenchInputError", "output_paths", "format_table",
-    "format_goal", "format_summary", "median_goal", "plot_scaling", "GOAL_RATIO", "GOAL_N",
+    "GOAL_N",
+    "GOAL_RATIO",
+    "ROW_FIELDS",
+    "SCHEMA",
+    "SECTIONS",
+    "BenchInputError",
+    "Plan",
+    "cmd_bench",
+    "environment",
+    "format_goal",
+    "format_summary",
+    "format_table",
+    "full_plan",
+    "main",
+    "median_goal",
+    "output_paths",
+    "plot_scaling",
+    "quick_plan",
+    "run_bench",
 ]

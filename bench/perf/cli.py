@@ -16,14 +16,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 from .plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
 from .report import format_summary
 from .run import output_paths, run_bench_to
 
-__all__ = ["cmd_bench", "main", "plan_from_args", "parse_count", "parse_sections"]
+__all__ = ["cmd_bench", "main", "parse_count", "parse_sections", "plan_from_args"]
 
 
 def parse_count(value: Any, flag: str) -> int:

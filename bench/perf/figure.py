@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_scaling", "panel_title"]
+__all__ = ["panel_title", "plot_scaling"]
 
 _SUBJECT = {"median": "median mechanisms", "finite": "finite selection"}
 

@@ -12,8 +12,17 @@ from ..peers import INSTALL_HINT
 from .plan import SECTIONS
 from .rows import N_LABEL
 
-__all__ = ["GOAL_RATIO", "GOAL_N", "format_table", "median_goal", "format_goal", "format_skips",
-           "format_summary", "fmt_seconds", "fmt_ratio"]
+__all__ = [
+    "GOAL_N",
+    "GOAL_RATIO",
+    "fmt_ratio",
+    "fmt_seconds",
+    "format_goal",
+    "format_skips",
+    "format_summary",
+    "format_table",
+    "median_goal",
+]
 
 GOAL_RATIO = 2.0  # issue 8: every dpharness median within 2x of np.partition ...
 GOAL_N = 10**7  # ... at n = 1e7 (at small n, fixed per-call costs dominate: not assessed there)

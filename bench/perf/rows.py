@@ -9,12 +9,13 @@ ratios (:func:`.timing.pair_ratios`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .timing import Impl, pair_ratios, stats
 
-__all__ = ["SCHEMA", "ROW_FIELDS", "N_LABEL", "Report", "rows_for", "floor_row"]
+__all__ = ["N_LABEL", "ROW_FIELDS", "SCHEMA", "Report", "floor_row", "rows_for"]
 
 SCHEMA = "dpharness-bench/1"
 ROW_FIELDS = (

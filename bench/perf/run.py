@@ -15,8 +15,9 @@ import pathlib
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from .rows import ROW_FIELDS, SCHEMA, Report
 from .table1 import bench_table1
 from .verifier import bench_verifier
 
-__all__ = ["run_bench", "run_bench_to", "output_paths", "default_json", "figure_path", "planned_steps"]
+__all__ = ["default_json", "figure_path", "output_paths", "planned_steps", "run_bench", "run_bench_to"]
 
 _SECTIONS: dict[str, Callable[[Plan, Report], None]] = {
     "median": bench_medians, "finite": bench_finite, "table1": bench_table1, "verifier": bench_verifier,
@@ -41,7 +42,7 @@ _SECTIONS: dict[str, Callable[[Plan, Report], None]] = {
 def default_json(quick: bool) -> pathlib.Path:
     """``results/perf/bench_<UTC stamp>[_quick].json``, relative to the working directory (like
     the runner's default ``results/`` folder)."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return pathlib.Path("results") / "perf" / f"bench_{stamp}{'_quick' if quick else ''}.json"
 
 
@@ -146,7 +147,7 @@ def run_bench_to(plan: Plan, paths: tuple[pathlib.Path, pathlib.Path],
     """:func:`run_bench` writing to ``paths`` = (JSON, figure) as returned by :func:`output_paths`."""
     path, fig_path = paths
     t0 = time.perf_counter()
-    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     env = environment()
     steps = planned_steps(plan)
     bar = _progress.progress(sum(steps.values()), desc="bench", unit="step", enabled=progress)

@@ -12,7 +12,8 @@ import pathlib
 import statistics
 import tempfile
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .plan import ROOT, Plan
 from .rows import Report, floor_row, rows_for
@@ -53,7 +54,7 @@ def bench_table1(plan: Plan, report: Report) -> None:
         import yaml
 
         from .. import runner
-        run = getattr(runner, "run")
+        run = runner.run
         raw = yaml.safe_load(cfg.read_text())
     except Exception as exc:
         report.skip("table1", name, f"bench.runner.run is not available ({type(exc).__name__}: {exc})")

@@ -14,12 +14,13 @@ import gc
 import math
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .plan import Plan
 
-__all__ = ["Impl", "timed", "stats", "probe", "grant_repeats", "run_reps", "pair_ratios"]
+__all__ = ["Impl", "grant_repeats", "pair_ratios", "probe", "run_reps", "stats", "timed"]
 
 
 def timed(fn: Callable[[], Any]) -> float:

@@ -41,7 +41,7 @@ def bench_verifier(plan: Plan, report: Report) -> None:
     """Samples per second through verifiers.audit, and its overhead over raw sampling."""
     try:
         from ... import verifiers
-        audit = getattr(verifiers, "audit")
+        audit = verifiers.audit
     except Exception as exc:
         for name in plan.verifier_mechanisms:
             report.skip("verifier", f"audit[{name}]", f"verifiers.audit is not available ({exc})")

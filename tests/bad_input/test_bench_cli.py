@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, assert_clean_error, files_under, run_cli
 
 # Would run in about a second if the input were accepted: the narrowest valid benchmark.
@@ -67,6 +66,15 @@ def test_unwritable_json_folder_is_refused_before_running(tmp_path):
     before = files_under(tmp_path)
     proc = run_cli("bench", *NARROW, "--json", str(folder / "b.json"))
     err = _refused(proc, ("--json", "cannot write", str(folder)), tmp_path, before)
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_default_output_folder_blocked_by_a_file_is_refused(tmp_path):
+    # no --json: results/perf/ under the working directory, and `results` is a file there
+    (tmp_path / "results").write_text("a file where the results folder would go\n")
+    before = files_under(tmp_path)
+    proc = run_cli("bench", *NARROW, cwd=tmp_path)
+    err = _refused(proc, ("--json", "results", "not a folder"), tmp_path, before)
     assert len(err.strip().splitlines()) == 1, err
 
 

@@ -15,7 +15,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from dpharness.bench import peers as peers_mod
 from dpharness.bench import perf
 from dpharness.bench.perf import cli as perf_cli
@@ -245,6 +244,20 @@ def test_output_paths_are_checked_before_running(tmp_path):
     # a failing check raises before anything is timed (run_bench would otherwise take seconds)
     with pytest.raises(BenchInputError):
         perf.run_bench(TINY, tmp_path / "missing" / "b.json")
+
+
+def test_default_json_goes_under_results_perf_of_the_working_directory(tmp_path, monkeypatch, capsys):
+    from dpharness.bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--quick", "--only", "median", "--max-n", "1000", "--repeats", "1"]) == 0
+    (path,) = (tmp_path / "results" / "perf").glob("bench_*_quick.json")
+    doc = json.loads(path.read_text())
+    _check_doc(doc, path)
+    assert {r["section"] for r in doc["rows"]} == {"median"} and {r["n"] for r in doc["rows"]} == {1000}
+    assert doc["plan"]["repeats"] == 1
+    out = capsys.readouterr().out
+    assert f"wrote {path.relative_to(tmp_path)}" in out
 
 
 def test_figure_title_names_only_what_is_drawn():
