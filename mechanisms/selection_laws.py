@@ -147,6 +147,23 @@ def _certified_gl(
     return out
 
 
+def _log_prod_others(g: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """log prod_{s != r} F_s for every group r: sum_s cnt_s g_s - g_r, with g_s = log F_s <= 0.
+
+    The plain difference is NaN where g_r = -inf (-inf minus -inf), e.g. the top candidate's factor
+    1 - q t at t = 1. Factors equal to 0 are therefore counted, not summed: leaving one copy of
+    group r out, the product is 0 iff another zero factor remains, and otherwise it is the sum of
+    the finite logs minus g_r when g_r is finite (no -inf is ever subtracted).
+    """
+    zero = np.isneginf(g)
+    fin = np.where(zero, 0.0, g)
+    s_fin = cnt @ fin  # (T,)
+    n_zero = cnt @ zero  # (T,) number of zero factors, ties counted
+    others_zero = n_zero[None, :] - zero > 0.5
+    out = s_fin[None, :] - fin
+    return np.where(others_zero, -np.inf, out)
+
+
 # --------------------------------------------------------------------------------------------------
 # Permute-and-flip = report noisy max with exponential noise
 # --------------------------------------------------------------------------------------------------
@@ -179,8 +196,11 @@ def pf_log_prob(z: Any, rtol: float = RTOL) -> np.ndarray:
     q = np.exp(w)
 
     def log_integrand(t: np.ndarray) -> np.ndarray:
-        g = np.log1p(-q[:, None] * t[None, :])
-        return (cnt @ g)[None, :] - g
+        # 1 - q_s t is 0 exactly when q_s = 1 and a node rounds to t = 1: log1p gives -inf there,
+        # and the product over s != r must leave r's own zero factor out (_log_prod_others).
+        with np.errstate(divide="ignore"):
+            g = np.log1p(-q[:, None] * t[None, :])
+        return _log_prod_others(g, cnt)
 
     exact_m = math.ceil(total / 2)
     if exact_m <= _CAP:
