@@ -1,30 +1,50 @@
 """Figures: plain functions of a results/summary table (Agg backend), and ``dpharness plot RUN_DIR``.
 
 Plots are rebuilt from ``results.csv`` alone (plus the run's resolved ``config.yaml``), so a figure
-can always be regenerated or restyled without rerunning anything.
+can always be regenerated or restyled without rerunning anything. ``dpharness plot`` refuses a
+folder whose ``results.csv`` lacks tasks of its config (a truncated or edited file would draw a
+partial figure that looks complete) and, unless ``--out DIR`` is given, a committed regression
+baseline under ``results/baselines/`` (figures are not part of a baseline).
+
+Log axes and exact zeros. An error that is exactly 0 (a discrete output that hit the truth in every
+draw) has no place on a log axis. It is drawn at a *floor* one decade below the smallest positive
+value plotted, with a hollow down-pointing triangle, on a dotted line whose tick reads "0"; the
+legend says so. Values in between are never drawn at the floor (it is below all of them).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["slug", "line_plot", "panel_plot", "rebuild_figures", "cmd_plot"]
+__all__ = ["slug", "line_plot", "panel_plot", "zero_floor", "rebuild_figures", "check_run_folder",
+           "is_baseline", "PlotInputError", "cmd_plot"]
+
+#: Marker of a value that is exactly zero, drawn at the floor of a log axis.
+ZERO_MARKER = "v"
+ZERO_LABEL = "exactly 0 (no error in any draw): on the '0' line\nbelow the log scale; shared zeros side by side"
 
 
-def _plt() -> Any:
-    import matplotlib
+class PlotInputError(ValueError):
+    """The run folder cannot be plotted as asked; the message says why (``dpharness plot`` exits 2)."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    return plt
+def _figure(figsize: tuple[float, float]) -> Any:
+    """A Figure with an Agg canvas, without pyplot (no global state, safe in threads)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def slug(text: str) -> str:
@@ -39,118 +59,374 @@ def _wrap(title: str, width: int = 70) -> str:
     return "\n".join(textwrap.fill(part, width) for part in title.split("\n"))
 
 
+def zero_floor(values: Any) -> float | None:
+    """Where exact zeros go on a log axis: the power of ten one decade below the smallest positive
+    finite value (1e-1 if none is positive); ``None`` when no finite value is <= 0."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not np.any(v <= 0):
+        return None
+    pos = v[v > 0]
+    smallest = float(pos.min()) if pos.size else 1.0
+    return float(10.0 ** (math.floor(math.log10(smallest)) - 1))
+
+
+def _zero_dodge(table: pd.DataFrame, x: str, y: str, series: str, logx: bool) -> dict[tuple[str, float], float]:
+    """Sideways positions for exact zeros that several series share at one x (they would sit on
+    the same spot of the "0" line and hide each other): (series label, x) -> drawn x."""
+    out: dict[tuple[str, float], float] = {}
+    xs_all = table[x].astype(float)
+    width = float(xs_all.max() - xs_all.min()) or 1.0
+    zeros = table[np.isfinite(table[y].astype(float)) & (table[y].astype(float) <= 0)]
+    for xv, g in zeros.groupby(x, sort=False):
+        labs = list(dict.fromkeys(str(v) for v in g[series]))
+        m = len(labs)
+        for j, lab in enumerate(labs):
+            k = j - (m - 1) / 2
+            out[(lab, float(xv))] = float(xv) * 10 ** (0.022 * k) if logx else float(xv) + 0.012 * width * k
+    return out
+
+
 def _series(ax: Any, sub: pd.DataFrame, x: str, y: str, err: str | None, ref: str | None, label: str, color: Any,
-            logy: bool) -> None:
+            logy: bool, floor: float | None, dodge: dict[tuple[str, float], float] | None = None) -> None:
     sub = sub.sort_values(x)
     xs = sub[x].to_numpy(dtype=float)
     ys = sub[y].to_numpy(dtype=float)
     es = sub[err].to_numpy(dtype=float) if err and err in sub else None
+    zero = np.isfinite(ys) & (ys <= 0) if (logy and floor is not None) else np.zeros(ys.shape, dtype=bool)
+    shown = np.where(zero, floor if floor is not None else 0.0, ys)
+    if dodge:
+        xs = np.array([dodge.get((label, float(v)), v) if z else v for v, z in zip(xs, zero)], dtype=float)
+    yerr: Any = es
     if es is not None and logy:
-        # Keep the lower bar positive on a log axis (a bar reaching <= 0 would vanish).
-        lo = [min(e, 0.999 * v) if math.isfinite(e) else 0.0 for v, e in zip(ys, es)]
-        hi = [e if math.isfinite(e) else 0.0 for e in es]
-        yerr: Any = [lo, hi]
-    else:
-        yerr = es
-    ax.errorbar(xs, ys, yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, color=color, label=label)
+        # On a log axis a bar reaching <= 0 would vanish: it ends at the floor ("0") if there is
+        # one, else just above 0.
+        lo, hi = [], []
+        for v, e, z in zip(shown, es, zero):
+            if not math.isfinite(e) or z:
+                lo.append(0.0)
+                hi.append(0.0 if not math.isfinite(e) else e)
+                continue
+            bottom = max(v - e, floor) if floor is not None else max(v - e, 0.001 * v)
+            lo.append(v - bottom)
+            hi.append(e)
+        yerr = [lo, hi]
+    ax.errorbar(xs, shown, yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, color=color, label=label,
+                markevery=[i for i in range(len(xs)) if not zero[i]])
+    if zero.any():
+        ax.plot(xs[zero], shown[zero], ls="none", marker=ZERO_MARKER, ms=9, mfc="white", mew=1.5, color=color,
+                zorder=4)
     if ref and ref in sub and sub[ref].notna().any():
         ax.plot(xs, sub[ref].to_numpy(dtype=float), ls="none", marker="D", ms=8, mfc="none", mew=1.5, color=color)
 
 
-def _finish(ax: Any, xlabel: str, ylabel: str, logx: bool, logy: bool, xs: list[float], ys: Any = None) -> None:
+def _log_y(ax: Any, lo: float, hi: float, floor: float | None) -> None:
+    """Log y axis on [lo, hi] with major ticks at powers of ten only (labels never crowd), and
+    the floor, when there is one, labelled "0" on a dotted line."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    bottom = (floor if floor is not None else lo) / 10 ** 0.3
+    top = hi * 10 ** 0.3
+    ax.set_ylim(bottom, top)
+    k0, k1 = math.floor(math.log10(bottom)), math.ceil(math.log10(top))
+    plain = math.log10(top / bottom) <= 3.5  # few decades: 1-2-5 ticks in plain numbers
+    mult = (1.0, 2.0, 5.0) if plain else (1.0,)
+    cand = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in mult]
+    ticks = [t for t in cand if bottom <= t <= top]
+    if not plain:
+        step = max(1, math.ceil(len(ticks) / 7))
+        ticks = ticks[::step]
+    if floor is not None:
+        # the "0" tick, then the log scale starting a full decade above it (the spine break lies between)
+        ticks = [floor] + [t for t in ticks if t > floor * 10 ** 0.99]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(LogLocator(subs="auto"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+    def fmt(v: float, _pos: Any) -> str:
+        if floor is not None and math.isclose(v, floor, rel_tol=1e-9):
+            return "0"
+        k = math.log10(v)
+        if plain or abs(k - round(k)) > 1e-9:
+            return f"{v:.6g}"
+        return f"$10^{{{int(round(k))}}}$"
+
+    ax.yaxis.set_major_formatter(FuncFormatter(fmt))
+    if floor is not None:
+        _zero_line(ax, floor, spine_break=True)
+
+
+def _zero_line(ax: Any, floor: float, spine_break: bool) -> None:
+    """The dotted "0" line and, on the y spine, a break mark between it and the log scale."""
+    ax.axhline(floor, color="grey", ls=":", lw=1, zorder=1)
+    if spine_break:
+        from matplotlib.transforms import blended_transform_factory
+
+        tr = blended_transform_factory(ax.transAxes, ax.transData)
+        y = floor * 10 ** 0.5
+        for dy in (0.8, 1.25):
+            ax.plot([-0.012, 0.012], [y * dy / 1.12, y * dy * 1.12], transform=tr, color="k", lw=1, clip_on=False,
+                    label="_spine_break")
+
+
+def _y_range(values: Any, errs: Any, floor: float | None) -> tuple[float, float]:
+    v = np.asarray(values, dtype=float)
+    e = np.asarray(errs, dtype=float) if errs is not None else np.zeros_like(v)
+    e = np.where(np.isfinite(e), e, 0.0)
+    ok = np.isfinite(v) & (v > 0)
+    if not ok.any():
+        return (floor or 0.1), (floor or 0.1) * 10
+    lo = float(np.min(v[ok]))
+    if floor is None:
+        lo = float(np.min(np.maximum(v[ok] - e[ok], 0.001 * v[ok])))
+    return lo, float(np.max(v[ok] + e[ok]))
+
+
+def _finish(ax: Any, xlabel: str, ylabel: str, logx: bool, xs: list[float]) -> None:
     if logx:
+        from matplotlib.ticker import NullLocator
+
         ax.set_xscale("log")
         ax.set_xticks(xs)
         ax.set_xticklabels([f"{v:g}" for v in xs])
-        ax.minorticks_off()
-    if logy:
-        pos = [float(v) for v in (ys if ys is not None else []) if math.isfinite(float(v)) and float(v) > 0]
-        if ys is not None and len(pos) < sum(1 for v in ys if math.isfinite(float(v))):
-            # Exact zeros (e.g. a discrete output that always hits the truth) would vanish on a log
-            # axis: use symlog, linear below the smallest positive value, so they stay visible.
-            ax.set_yscale("symlog", linthresh=min(pos) if pos else 1.0)
-            top = max(pos) if pos else 1.0
-            ax.set_ylim(0, top * 2.0)  # errors are >= 0: no negative half
-            ylabel += " [symlog: 0 shown]"
-        else:
-            ax.set_yscale("log")
+        ax.xaxis.set_minor_locator(NullLocator())
+        if len(xs) == 1:  # a single x: centre it with half a decade on each side
+            ax.set_xlim(xs[0] / 10 ** 0.5, xs[0] * 10 ** 0.5)
+        else:  # room for zeros drawn side by side at the ends
+            pad = 0.08 * math.log10(max(xs) / min(xs))
+            ax.set_xlim(min(xs) / 10 ** pad, max(xs) * 10 ** pad)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.grid(True, which="both", alpha=0.3)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _legend_extras(floor: float | None, has_zero: bool, paper: bool) -> list[tuple[Any, str]]:
+    from matplotlib.lines import Line2D
+
+    out = []
+    if paper:
+        out.append((Line2D([], [], ls="none", marker="D", ms=8, mfc="none", mew=1.5, color="grey"),
+                    "paper (published)"))
+    if floor is not None and has_zero:
+        out.append((Line2D([], [], ls=":", marker=ZERO_MARKER, ms=9, mfc="white", mew=1.5, color="grey"), ZERO_LABEL))
+    return out
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
 
 
 def line_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: str, ref: str | None,
               xlabel: str, ylabel: str, title: str, path: Path, logx: bool = False, logy: bool = False) -> Path:
     """One line per ``series`` value of ``y`` against ``x`` with ±``err`` bars; ``ref`` values
-    (e.g. a paper's) as hollow diamonds in the same colour. Saves a PNG and returns its path."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.8))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    (e.g. a paper's) as hollow diamonds in the same colour. On a log ``y`` axis exact zeros are
+    drawn at :func:`zero_floor` (module docstring). Saves a PNG and returns its path."""
+    import matplotlib as mpl
+
+    n_series = table[series].nunique()
+    fig = _figure((7, 4.6 + 0.2 * math.ceil((n_series + 2) / 2)))
+    ax = fig.add_subplot()
+    colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
+    floor = zero_floor(table[y]) if logy else None
+    dodge = _zero_dodge(table, x, y, series, logx) if floor is not None else None
     for i, (lab, sub) in enumerate(table.groupby(series, sort=False)):
-        _series(ax, sub, x, y, err, ref, str(lab), colors[i % len(colors)], logy)
-    if ref and ref in table and table[ref].notna().any():
-        ax.plot([], [], ls="none", marker="D", ms=8, mfc="none", mew=1.5, color="grey", label="paper (published)")
-    _finish(ax, xlabel, ylabel, logx, logy, sorted(table[x].astype(float).unique()), table[y])
+        _series(ax, sub, x, y, err, ref, str(lab), colors[i % len(colors)], logy, floor, dodge)
+    _finish(ax, xlabel, ylabel, logx, sorted(table[x].astype(float).unique()))
+    if logy:
+        vals = table[y].to_numpy(float)
+        errs = table[err].to_numpy(float) if err and err in table else np.zeros(len(table))
+        if ref and ref in table:  # the paper's markers must fit too (no error bars)
+            vals = np.concatenate([vals, table[ref].to_numpy(float)])
+            errs = np.concatenate([errs, np.zeros(len(table))])
+        _log_y(ax, *_y_range(vals, errs, floor), floor)
     ax.set_title(_wrap(title), fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    handles, labels = ax.get_legend_handles_labels()
+    paper = bool(ref and ref in table and table[ref].notna().any())
+    for h, lab in _legend_extras(floor, floor is not None, paper):
+        handles.append(h)
+        labels.append(lab)
+    _legend_below(fig, handles, labels, ncol=2)
+    return _save(fig, path)
+
+
+def _legend_below(fig: Any, handles: list, labels: list[str], ncol: int) -> None:
+    """The legend under the axes (it never hides a point), then a layout that leaves it room."""
+    ncol = max(1, min(len(labels), ncol))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    rows = math.ceil(len(labels) / ncol)
+    height = fig.get_figheight()
+    fig.tight_layout(rect=(0, min(0.45, (0.2 * rows + 0.1) / height), 1, 1))
 
 
 def panel_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: str, panel: str, xlabel: str,
-               ylabel: str, title: str, path: Path, logx: bool = False, logy: bool = False) -> Path:
-    """Like :func:`line_plot` with one panel per value of ``panel`` (shared y axis)."""
-    plt = _plt()
+               ylabel: str, title: str, path: Path, logx: bool = False, logy: bool = False,
+               panel_label: str | None = None) -> Path:
+    """Like :func:`line_plot` with one panel per value of ``panel`` (shared y axis); the legend
+    goes below the panels so that it hides no point."""
+    import matplotlib as mpl
+
     panels = list(dict.fromkeys(table[panel]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1, 4.5), sharey=True, squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     labels = list(dict.fromkeys(table[series]))
+    fig = _figure((4.2 * len(panels) + 1, 4.4 + 0.2 * math.ceil((len(labels) + 1) / 3)))
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)
+    colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
+    floor = zero_floor(table[y]) if logy else None
+    name = panel_label or panel
     for ax, pv in zip(axes[0], panels):
         sub = table[table[panel] == pv]
+        dodge = _zero_dodge(sub, x, y, series, logx) if floor is not None else None
         for lab, s in sub.groupby(series, sort=False):
-            _series(ax, s, x, y, err, None, str(lab), colors[labels.index(lab) % len(colors)], logy)
-        _finish(ax, xlabel, ylabel if ax is axes[0][0] else "", logx, logy, sorted(sub[x].astype(float).unique()), table[y])
-        ax.set_title(f"{panel} = {pv:g}" if isinstance(pv, float) else f"{panel} = {pv}")
-    axes[0][-1].legend(fontsize=8)
-    fig.suptitle(_wrap(title, 110), fontsize=11)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+            _series(ax, s, x, y, err, None, str(lab), colors[labels.index(lab) % len(colors)], logy, floor, dodge)
+        _finish(ax, xlabel, ylabel if ax is axes[0][0] else "", logx, sorted(sub[x].astype(float).unique()))
+        ax.set_title(f"{name} = {pv:g}" if isinstance(pv, (float, int, np.floating, np.integer)) else f"{name} = {pv}")
+    if logy:
+        _log_y(axes[0][0], *_y_range(table[y], table[err] if err and err in table else None, floor), floor)
+        for ax in axes[0][1:]:
+            if floor is not None:
+                _zero_line(ax, floor, spine_break=False)
+    handles, labs = axes[0][0].get_legend_handles_labels()
+    seen = set(labs)
+    for ax in axes[0][1:]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in seen:
+                seen.add(lab)
+                handles.append(h)
+                labs.append(lab)
+    for h, lab in _legend_extras(floor, floor is not None, False):
+        handles.append(h)
+        labs.append(lab)
+    fig.suptitle(_wrap(title, int(30 * len(panels)) + 20), fontsize=11)
+    _legend_below(fig, handles, labs, ncol=min(6, 2 * len(panels)))
+    return _save(fig, path)
 
 
-def rebuild_figures(run_dir: Path) -> list[Path]:
-    """Recompute the summary from ``results.csv`` and redraw ``figures/``."""
+# -- dpharness plot ------------------------------------------------------------------------------
+
+
+def is_baseline(run_dir: Path) -> bool:
+    """True for a committed regression baseline: a folder inside ``results/baselines/``."""
+    parts = Path(run_dir).resolve().parts
+    return any(a == "results" and b == "baselines" for a, b in zip(parts, parts[1:]))
+
+
+def _read_manifest(run_dir: Path) -> dict:
+    path = run_dir / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise PlotInputError(f"{path}: is not UTF-8 text; the run folder is damaged") from None
+    except ValueError as exc:
+        raise PlotInputError(f"{path}: is not valid JSON ({exc}); the run folder is damaged") from None
+    except OSError as exc:
+        raise PlotInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise PlotInputError(f"{path}: must hold a JSON object, got {type(data).__name__}; the run folder is damaged")
+    return data
+
+
+def check_run_folder(run_dir: Path) -> tuple[Any, pd.DataFrame, dict]:
+    """Load a finished run folder for plotting: ``(config, results, manifest)``.
+
+    Raises :class:`PlotInputError` when it is not a run folder, when ``manifest.json`` is damaged,
+    or when ``results.csv`` does not hold every task of the config (a truncated or edited file);
+    ``ConfigError`` when its ``config.yaml`` no longer parses.
+    """
     from .results import load_run_config
 
     run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise PlotInputError(f"RUN_DIR {run_dir}: no such folder")
+    if not run_dir.is_dir():
+        raise PlotInputError(f"RUN_DIR {run_dir}: is a file, not a run folder (give the folder that holds results.csv)")
+    missing = [n for n in ("config.yaml", "results.csv", "manifest.json") if not (run_dir / n).is_file()]
+    if missing:
+        raise PlotInputError(f"RUN_DIR {run_dir}: no {' or '.join(missing)}; is this a finished run folder? "
+                             "(expected results/<config name>/<UTC timestamp>_<hash>/)")
+    manifest = _read_manifest(run_dir)
     cfg = load_run_config(run_dir)
-    results = pd.read_csv(run_dir / "results.csv", keep_default_na=False, na_values=[""])
+    csv = run_dir / "results.csv"
+    raw = csv.read_bytes()
+    if raw and not raw.endswith(b"\n"):
+        raise PlotInputError(f"{csv}: ends in the middle of a line, so it is truncated; refusing to draw a partial "
+                             "figure (re-run the config to rebuild the run)")
+    try:
+        results = pd.read_csv(csv, keep_default_na=False, na_values=[""])
+    except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError/EmptyDataError are ValueErrors
+        raise PlotInputError(f"{csv}: cannot be read as CSV ({str(exc).strip() or type(exc).__name__})") from None
+    if "task" not in results.columns:
+        raise PlotInputError(f"{csv}: has no 'task' column; it was not written by dpharness run")
+    expected = [t.key for t in cfg.module.tasks(cfg.spec)]
+    have = set(results["task"].astype(str))
+    absent = [k for k in expected if k not in have]
+    total = (manifest.get("tasks") or {}).get("total") if isinstance(manifest.get("tasks"), dict) else None
+    if absent:
+        raise PlotInputError(
+            f"{csv}: holds {len(expected) - len(absent)} of the {len(expected)} tasks of this run's config"
+            + (f" (manifest.json: {total})" if total is not None else "")
+            + f"; first missing: {absent[0]!r}. The file is truncated or was edited; refusing to draw a partial "
+            "figure (re-run the config to rebuild the run)")
+    if total is not None and total != len(expected):
+        raise PlotInputError(f"{run_dir}: manifest.json counts {total} tasks but config.yaml defines {len(expected)}; "
+                             "the folder mixes two runs")
+    return cfg, results, manifest
+
+
+def _draw(cfg: Any, results: pd.DataFrame, fig_dir: Path) -> list[Path]:
     summary = cfg.module.summarize(cfg.spec, results)
-    fig_dir = run_dir / "figures"
-    fig_dir.mkdir(exist_ok=True)
+    fig_dir.mkdir(parents=True, exist_ok=True)
     return list(cfg.module.plot(cfg.spec, results, summary.table, fig_dir))
 
 
+def rebuild_figures(run_dir: Path, out: Path | None = None) -> list[Path]:
+    """Recompute the summary from ``results.csv`` and redraw the figures into ``out`` (default
+    ``run_dir/figures``), after :func:`check_run_folder`."""
+    cfg, results, _ = check_run_folder(Path(run_dir))
+    return _draw(cfg, results, Path(out) if out is not None else Path(run_dir) / "figures")
+
+
+def _out_dir(out: str) -> Path:
+    """The --out folder, created if missing; PlotInputError when it cannot be written."""
+    import os
+
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise PlotInputError(f"--out {out}: is not a directory")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PlotInputError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise PlotInputError(f"--out {out}: is not writable")
+    return p
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
-    """``dpharness plot RUN_DIR``: rebuild a run's figures from its results.csv."""
+    """``dpharness plot RUN_DIR [--out DIR]``: rebuild a run's figures from its results.csv."""
     from .config import ConfigError
 
     run_dir = Path(args.run_dir)
-    for need in ("config.yaml", "results.csv"):
-        if not (run_dir / need).is_file():
-            print(f"{run_dir}: no {need}; is this a finished run folder?", file=sys.stderr)
-            return 2
+    out = getattr(args, "out", None)
     try:
-        paths = rebuild_figures(run_dir)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        cfg, results, _ = check_run_folder(run_dir)
+        if out is None and is_baseline(run_dir):
+            raise PlotInputError(f"RUN_DIR {run_dir}: is a committed regression baseline (results/baselines/), "
+                                 "which holds no figures; pass --out DIR to write the figures elsewhere")
+        fig_dir = _out_dir(out) if out is not None else run_dir / "figures"
+        errors = int((results["status"] != "ok").sum()) if "status" in results else 0
+        if errors:
+            print(f"note: {errors} row(s) of {run_dir / 'results.csv'} are failed tasks (status=error); "
+                  "the figures show the cells that finished, as the run did", file=sys.stderr)
+        try:
+            paths = _draw(cfg, results, fig_dir)
+        except OSError as exc:
+            where = f"--out {out}" if out is not None else str(fig_dir)
+            raise PlotInputError(f"{where}: cannot write the figures ({exc.strerror or exc})") from None
+    except (PlotInputError, ConfigError) as exc:
+        print(f"dpharness plot: {exc}", file=sys.stderr)
         return 2
     for p in paths:
         print(p)

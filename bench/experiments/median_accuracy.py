@@ -653,7 +653,7 @@ def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) 
         key = key if isinstance(key, tuple) else (key,)
         tag = ", ".join(f"{f}={format_value(v)}" for f, v in zip(facets, key))
         name = "error_vs_epsilon" + ("_" + plots.slug("_".join(format_value(v) for v in key)) if key else "")
-        title = (spec.title or "private median accuracy") + (f"\n{tag}" if tag else "")
+        title = _figure_title(spec, "error vs ε" if tag else "", tag)
         paths.append(plots.line_plot(
             sub, x="epsilon", y="mean" + sfx, err="se" + sfx, series="mechanism",
             ref=("paper_mean" + sfx) if ("paper_mean" + sfx) in sub else None,
@@ -668,7 +668,18 @@ def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) 
                 name = f"error_vs_{axis}" + ("_" + plots.slug("_".join(format_value(v) for v in key)) if key else "")
                 paths.append(plots.panel_plot(
                     sub, x=axis, y="mean" + sfx, err="se" + sfx, series="mechanism", panel="epsilon",
-                    xlabel=axis, ylabel=ylabel, title=(spec.title or "private median accuracy") + f": error vs {axis}",
+                    xlabel=axis, ylabel=ylabel, panel_label="ε",
+                    title=_figure_title(spec, f"error vs {axis}", ", ".join(f"{f}={format_value(v)}" for f, v in zip(others, key))),
                     path=fig_dir / f"{name}.png", logx=axis == "n", logy=True,
                 ))
     return paths
+
+
+def _figure_title(spec: Spec, drawn: str, tag: str) -> str:
+    """The config's title, then a line with what this figure draws (left out when the title
+    already says it, so that "error vs n" is never printed twice) and its fixed facets."""
+    head = spec.title or "private median accuracy"
+    if drawn and drawn.split(" vs ")[-1] and re.search(r"\bvs\.? " + re.escape(drawn.split(" vs ")[-1]) + r"\b", head):
+        drawn = ""
+    second = ", ".join(p for p in (drawn, tag) if p)
+    return head + (f"\n{second}" if second else "")
