@@ -64,9 +64,13 @@ def cmd_regress(args: argparse.Namespace) -> int:
     else:
         print(report.header())
         print(report.format_table())
-        if is_baseline_location(new_dir) or Path(new_dir).resolve() == Path(base_dir).resolve():
-            print(f"note: {new_dir} is a baseline folder; {' and '.join(REPORT_FILES)} not written "
+        files = " and ".join(REPORT_FILES)
+        if is_baseline_location(new_dir):
+            print(f"note: {new_dir} is a baseline folder (under baselines/); {files} not written "
                   "(only --update-baseline writes into baselines)", file=sys.stderr)
+        elif Path(new_dir).resolve() == Path(base_dir).resolve():
+            print(f"note: {new_dir} is also BASELINE_RUN_DIR, which regress only reads; {files} not written",
+                  file=sys.stderr)
         else:
             try:
                 paths = report.write(new_dir)
