@@ -200,7 +200,7 @@ def _read_results(p: Path, role: str) -> pd.DataFrame:
     header = next(rows)
     for line, row in enumerate(rows, start=2):
         if row and len(row) != len(header):
-            raise RegressionInputError(f"{where} is corrupt: line {line} has {len(row)} fields, the header {len(header)}")
+            raise RegressionInputError(f"{where} is corrupt: line {line} has {len(row)} field(s), the header has {len(header)}")
     try:
         results = pd.read_csv(io.StringIO(text))
     except (ValueError, csv.Error) as exc:
