@@ -963,6 +963,16 @@ def _finish(run_dir: Path, cfg: Config, module: Any, tasks: list[Task], state: _
                      parallelism_note=ex.note)
 
 
+def _stop_worker_pool() -> None:
+    """End joblib's reusable loky pool now (the command is done): its idle workers would otherwise
+    outlive the command for a moment. :func:`run` itself keeps the pool for a next call."""
+    reusable_executor = sys.modules.get("joblib.externals.loky.reusable_executor")
+    ex = getattr(reusable_executor, "_executor", None) if reusable_executor is not None else None
+    if ex is not None:
+        with contextlib.suppress(Exception):
+            ex.shutdown(wait=True)
+
+
 _FATAL_RUN_ERRORS = ("TerminatedWorkerError", "BrokenProcessPool", "MemoryError")
 
 
@@ -997,6 +1007,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _stop_worker_pool()
     if res.summary.text:
         print(res.summary.text)
         print()
