@@ -564,22 +564,20 @@ def _check_out(parent: Path, name: str | None = None) -> None:
     """Refuse an ``--out`` that cannot hold run folders, before any work (RunError naming it)."""
     shown = str(parent)
     p = Path(os.path.abspath(parent))
-    name_max = 255
-    for part in p.parts[1:] + ((name,) if name else ()):
-        if len(os.fsencode(part)) > name_max:
-            what = f"the config name {name!r}" if part == name else f"the component {part[:40]}..."
-            raise RunError(f"--out {shown}: {what} is longer than {name_max} bytes, the file-name limit")
-    anc = p
+    anc = p  # the nearest existing folder: where run folders would be created
     while not os.path.lexists(anc) and anc != anc.parent:
         anc = anc.parent
     if not anc.is_dir():
         where = "is not a directory" if anc == p else f"is not a directory ({anc} is a file)"
         raise RunError(f"--out {shown}: {where}; give a folder to hold run folders")
     try:
-        name_max = os.pathconf(anc, "PC_NAME_MAX")
-        path_max = os.pathconf(anc, "PC_PATH_MAX")
+        name_max, path_max = os.pathconf(anc, "PC_NAME_MAX"), os.pathconf(anc, "PC_PATH_MAX")
     except (OSError, ValueError):
-        path_max = 4096
+        name_max, path_max = 255, 4096
+    for part in p.parts[1:] + ((name,) if name else ()):
+        if len(os.fsencode(part)) > name_max:
+            what = f"the config name {name!r}" if part == name else f"the component {part[:40]}..."
+            raise RunError(f"--out {shown}: {what} is longer than {name_max} bytes, the file-name limit")
     # deepest file: <out>/<name>/<stamp>_<hash>-NNN/tasks/.chunk-<16 hex>.json.<pid>-<8 hex>.tmp,
     # plus room for a kind's own output names.
     longest = len(os.fsencode(str(p / (name or "x")))) + 1 + 32 + 1 + 128

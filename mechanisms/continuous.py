@@ -8,10 +8,10 @@ inverse CDF inside the piece. Nothing is ever exponentiated from raw utilities, 
 epsilon * utility ranges of 1e6 and more are safe.
 
 * ``continuous_exponential`` -- the exponential mechanism on [lower, upper] for a utility given
-  piece by piece (reference.md §2);
-* ``revenue_price`` -- the pumpkin auction, Dwork & Roth, Example 3.5 (reference.md §2);
+  piece by piece (docs/mechanisms.md, "continuous_exponential");
+* ``revenue_price`` -- the pumpkin auction, Dwork & Roth, Example 3.5 (docs/mechanisms.md, "revenue_price");
 * ``laplace_via_exponential`` -- u = -|f(D) - r|, which yields a Laplace density
-  (reference.md §1, "Laplace as EM").
+  (docs/mechanisms.md, "laplace_via_exponential").
 
 :func:`expected_linear` gives E[u(X)] exactly for a utility that is linear on the pieces of a
 :class:`~mechanisms.laws.PiecewiseDensity` (used for the exact mean revenue loss).
@@ -163,7 +163,7 @@ class ContinuousExponential(Mechanism):
 
     Output density proportional to exp(epsilon * u(r) / (2 * sensitivity)) with respect to
     Lebesgue measure (McSherry & Talwar 2007; Dwork & Roth, Def. 3.4 / Thm 3.10, continuous range
-    as in reference.md §2). The pieces are [breakpoints[j], breakpoints[j+1]].
+    as in docs/mechanisms.md, "Exponential mechanisms on a continuous range"). The pieces are [breakpoints[j], breakpoints[j+1]].
 
     The *data* is the utility itself:
 

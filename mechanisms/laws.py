@@ -269,7 +269,7 @@ class PiecewiseDensity:
         return x.reshape(shape) if shape else x[0]
 
     def expected_abs_error(self, truth: float) -> float:
-        """E|X - truth| exactly, for piecewise-constant densities (reference.md §3)."""
+        """E|X - truth| exactly, for piecewise-constant densities (docs/mechanisms.md, "Exact expected error")."""
         if np.any(self.log_slope != 0):
             raise NotImplementedError("expected_abs_error is implemented for piecewise-constant densities")
         lo, hi = self.edges[:-1], self.edges[1:]

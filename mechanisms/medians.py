@@ -382,7 +382,7 @@ class DuffMedian(_Duff):
 
     Claim: epsilon-DP under add/remove neighbours (u has sensitivity 1; exponential mechanism,
     McSherry & Talwar 2007; Dwork & Roth Thm 3.10). Source: Munoz Medina & Gillenwater 2020,
-    arXiv 2010.04235 (reference.md §3).
+    arXiv 2010.04235 (docs/mechanisms.md, "Duff median and quantiles").
 
     Parameters
     ----------
@@ -661,7 +661,7 @@ def grid_expected_abs_error(law: GridRunsLaw, truth: float) -> float:
 
 
 def expected_abs_error(mechanism: _Duff, data: Any, truth: float | None = None) -> float:
-    """Exact E|M(S) - T| for a Duff mechanism (reference.md §3), no Monte Carlo.
+    """Exact E|M(S) - T| for a Duff mechanism (docs/mechanisms.md, "Exact expected error"), no Monte Carlo.
 
     ``truth`` defaults to :meth:`statistic` of the clipped (not snapped) data.
     Continuous: sum_i p_i e_i with e_i = |mid_i - T| if T is outside gap i, else

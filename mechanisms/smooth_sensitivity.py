@@ -1,7 +1,7 @@
 """Smooth-sensitivity median (Nissim-Raskhodnikova-Smith 2007) and the global-sensitivity baseline.
 
-Conventions (reference.md §4, §5)
----------------------------------
+Conventions (docs/mechanisms.md)
+--------------------------------
 Data are clipped to [lower, upper] = [a, b] (values outside are moved to the nearest bound, never
 dropped). Sorted clipped data x_1 <= ... <= x_n are *padded*: x_i = a for i <= 0 and x_i = b for
 i >= n + 1. The statistic is the lower median x_m, m = ceil(n/2).
@@ -406,7 +406,7 @@ def median_local_sensitivity(data: Any, lower: float, upper: float, neighbours: 
 def _smooth_sensitivity_pairs(
     data: Any, beta: float, lower: float, upper: float, neighbours: str = "replace_one"
 ) -> float:
-    """O(n^2) definitional twin (tests only): the pair form of reference.md §4 / module docstring.
+    """O(n^2) definitional twin (tests only): the pair form of the module docstring (docs/mechanisms.md, "Smooth-sensitivity median").
 
     replace-one: max over i < j, i <= m <= j of (x_j - x_i) e^{-beta (j - i - 1)};
     add/remove: max over ALL i < j of (x_j - x_i) e^{-beta c(i, j)} with the general cost

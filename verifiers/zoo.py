@@ -1,7 +1,7 @@
 """The zoo: deliberately broken mechanisms (positive controls) and their correct twins.
 
 A verifier that flags none of these is indistinguishable from a broken one; one that flags a
-correct twin is wrong (verifier.md, "The zoo"). Each entry is a self-contained frozen dataclass
+correct twin is wrong (docs/verifier.md, "The zoo"). Each entry is a self-contained frozen dataclass
 following the mechanism contract (``claim``, ``sample(data, size, rng)``, ``example()``, and an
 exact law where it is easy: ``support``/``log_prob`` or ``distribution``), plus
 
@@ -565,7 +565,7 @@ class ZooDuffMedian(_Base):
 
     Density ∝ exp(eps u(o) / 2), u = minus the add/remove distance to a dataset whose lower
     median is o; in gap i (between sorted clipped x_(i), x_(i+1), padded with lower, upper)
-    u_i = -(1 + max(0, 2i - n, n - 2i - 1)) (reference.md §3; Munoz Medina & Gillenwater 2020).
+    u_i = -(1 + max(0, 2i - n, n - 2i - 1)) (docs/mechanisms.md, "Duff utility: closed forms"; Munoz Medina & Gillenwater 2020).
     epsilon-DP under ``add_remove`` (sensitivity 1). Exact law: piecewise-constant density.
     """
 

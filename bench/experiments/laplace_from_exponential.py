@@ -1,5 +1,5 @@
 """Experiment kind ``laplace_from_exponential``: the Laplace mechanism obtained from the
-exponential mechanism with u(D, r) = -|f(D) - r| (reference.md §1, "Laplace as EM").
+exponential mechanism with u(D, r) = -|f(D) - r| (docs/experiments.md, "laplace_from_exponential").
 
 With Delta_u = Delta_f the exponential mechanism's density is proportional to
 exp(-epsilon |r - f(D)| / (2 Delta_f)): Laplace with scale 2 Delta_f / epsilon. The general EM

@@ -2,7 +2,7 @@
 
 The textbook "most common marital status" example (Dwork & Roth §3.4) on data we can ship: a
 categorical column of a ``statsmodels.datasets`` survey (default ``anes96`` party identification,
-944 respondents, seven categories; reference.md §6). The utility of category c is its count, which
+944 respondents, seven categories; docs/experiments.md, "private_mode"). The utility of category c is its count, which
 changes by at most 1 when one respondent is added or removed (``add_remove``, sensitivity 1).
 
 Mechanisms (from :mod:`mechanisms.finite`, all with ``utility="count"`` over the *declared*

@@ -1,7 +1,7 @@
 """Experiment kind ``pumpkin``: the pumpkin auction (Dwork & Roth, Example 3.5), sampled exactly.
 
 Bids x (default (1, 1, 1, 3.01)), a price r in [r_min, r_max], revenue u(x, r) = r * |{i : x_i >= r}|
-and the exponential mechanism ``revenue_price`` with Delta_u = r_max (reference.md §2). The run
+and the exponential mechanism ``revenue_price`` with Delta_u = r_max (docs/experiments.md, "pumpkin"). The run
 
 * draws the revenue curve and the exact price density for ``density_epsilons`` (figures only:
   both are exact functions of the config);

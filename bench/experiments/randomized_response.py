@@ -1,7 +1,7 @@
 """Experiment kind ``randomized_response``: randomized response as an exponential mechanism.
 
-Output set R = {0, 1}, utility u(x, r) = 1[r = x], Delta_u = 1 (reference.md §1, "Randomized
-response as EM"). The exponential mechanism at parameter eps reports the truth with probability
+Output set R = {0, 1}, utility u(x, r) = 1[r = x], Delta_u = 1 (docs/mechanisms.md,
+"randomized_response"). The exponential mechanism at parameter eps reports the truth with probability
 e^{eps/2} / (1 + e^{eps/2}); classic eps-randomized response (Warner 1965; Dwork & Roth §3.2)
 reports it with probability e^eps / (1 + e^eps), which is the EM at 2 eps. So the EM analysis
 (which certifies eps for the first) is loose by a factor 2 on one bit: its exact privacy loss

@@ -163,7 +163,7 @@ def test_revenue_matches_definition_and_textbook_values():
     rs = np.array([0.0, 0.5, 1.0, 1.0 + 1e-12, 2.0, 3.0, 3.01, 3.02, 3.5])
     brute = np.array([r * sum(1 for b in PUMPKIN if b >= r) for r in rs])
     np.testing.assert_array_equal(mech.revenue(PUMPKIN, rs), brute)
-    # reference.md §2: 4.00 at r = 1, 3.00 at r = 3, 3.01 at r = 3.01, 0 at r = 3.02
+    # docs/mechanisms.md, "revenue_price": 4.00 at r = 1, 3.00 at r = 3, 3.01 at r = 3.01, 0 at r = 3.02
     assert mech.revenue(PUMPKIN, [1.0, 3.0, 3.01, 3.02]).tolist() == pytest.approx([4.0, 3.0, 3.01, 0.0])
     assert mech.optimum(PUMPKIN) == (4.0, 1.0)
     assert mech.claim.sensitivity == 3.5 and mech.claim.neighbours == "add_remove"

@@ -71,7 +71,7 @@ def run_index(law, x):
 
 
 def reference_lower_median_cost(L, E, G):
-    """reference.md §3 closed form for the lower median (independent of duff_cost)."""
+    """The closed form of docs/mechanisms.md ("Duff utility: closed forms") for the lower median (independent of duff_cost)."""
     e = np.maximum(E, 1)
     add = (E == 0).astype(np.int64)
     return add + np.maximum.reduce([np.zeros_like(L), L - e - G + 1, G - L - e])
@@ -194,7 +194,7 @@ def test_snapping_is_nearest_grid_point_ties_up_after_clipping():
 def _enumerated_log_pmf(x, lower, h, size, eps):
     """log P[M = lower + k h] for every k = 0..size by brute force: snap each record to the nearest
     grid point (ties up, exact for the data used here), count L, E, G at every grid point, apply
-    the reference.md lower-median closed form, normalise in log space."""
+    the lower-median closed form of docs/mechanisms.md, normalise in log space."""
     k_rec = np.sort(np.clip(np.floor((x - lower) / h + 0.5), 0, size).astype(np.int64))
     k = np.arange(size + 1, dtype=np.int64)
     L = np.searchsorted(k_rec, k, side="left")

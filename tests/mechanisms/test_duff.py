@@ -111,7 +111,7 @@ def test_closed_form_equals_bfs_bigger_universe(q, definition):
 
 
 def test_reference_median_formulas():
-    """reference.md §3 median closed forms equal duff_cost at q = 1/2 (which equals BFS)."""
+    """The median closed forms of docs/mechanisms.md ("Duff utility: closed forms") equal duff_cost at q = 1/2 (which equals BFS)."""
     L, E, G = (v.reshape(-1)[1:] for v in np.meshgrid(*(np.arange(25),) * 3, indexing="ij"))  # n >= 1
     e = np.maximum(E, 1)
     add = (E == 0).astype(int)
@@ -183,7 +183,7 @@ def test_quantile_half_is_the_median():
 
 def test_set_definition_equals_textbook_rank_em_at_two_epsilon():
     """Set-definition Duff at epsilon: gap probabilities of the rank-utility EM u = -|i - n/2|
-    (sensitivity 1, diffprivlib's median) at 2 epsilon (reference.md §3)."""
+    (sensitivity 1, diffprivlib's median) at 2 epsilon (docs/peers.md, "diffprivlib")."""
     rng = np.random.default_rng(11)
     for n in (1, 2, 7, 50, 301, 1000):
         x = rng.normal(size=n)

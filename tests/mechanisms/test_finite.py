@@ -194,8 +194,8 @@ def test_log_probs_sum_to_one(name, params, data):
 
 
 def test_reference_figures_em_versus_permute_and_flip():
-    # reference.md §1: utilities (0, 1, 2, 2.5), eps = 1, Delta = 1. Checked to 3 decimals, correctly
-    # rounded: the exact PF top probability is 0.446929..., which reference.md quotes as 0.446.
+    # docs/mechanisms.md, "report_noisy_max": utilities (0, 1, 2, 2.5), eps = 1, Delta = 1. Checked to 3 decimals, correctly
+    # rounded: the exact PF top probability is 0.446929... (docs/mechanisms.md quotes 0.4469).
     em = np.exp(mechanisms.make("exponential", epsilon=1.0).log_prob(UTILS))
     pf = np.exp(mechanisms.make("permute_and_flip", epsilon=1.0).log_prob(UTILS))
     rnm_exp = np.exp(mechanisms.make("report_noisy_max", epsilon=1.0, noise="exponential").log_prob(UTILS))
