@@ -279,8 +279,11 @@ def test_cli_prints_table_writes_files_and_exits_1_on_regression(tmp_path, capsy
     code = cli_main(["regress", str(new), str(base), "--alpha", "0.01", "--tolerance", "0.05"])
     out = capsys.readouterr().out
     assert code == 1
-    for word in ("cell", "baseline", "new", "change %", "p-value", "verdict", "REGRESSION"):
-        assert word in out
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("cell "))
+    assert lines[head].split() == ["cell", "baseline", "new", "change", "%", "p-value", "verdict", "detectable", "%"]
+    flagged = [line for line in lines[head + 2:head + 8] if "REGRESSION" in line]
+    assert len(flagged) == 1 and flagged[0].startswith("mechanism=A|epsilon=0.5 "), out
     table = pd.read_csv(new / "regress.csv")
     assert len(table) == 6 and (table["verdict"] == "regression").sum() == 1
     md = (new / "regress.md").read_text()
