@@ -37,6 +37,8 @@ __all__ = [
     "check_scores",
     "check_choice",
     "check_size",
+    "check_present",
+    "MAX_DRAWS",
 ]
 
 #: Neighbour relations a claim may refer to.
@@ -105,8 +107,16 @@ def check_choice(value: Any, name: str, accepted: tuple[Any, ...]) -> Any:
     return value
 
 
+def check_present(data: Any, name: str = "data", what: str = "a 1-D array of real numbers") -> None:
+    """Raise ``ValueError`` saying that ``name`` is missing when it is None (numpy would read None
+    as NaN and report "found nan", which hides the real mistake)."""
+    if data is None:
+        raise ValueError(f"{name} is missing (got None); pass {what}")
+
+
 def check_data(data: Any, name: str = "data", *, allow_empty: bool = False) -> np.ndarray:
-    """Return a 1-D float64 array; raise ``ValueError`` on NaN/inf, wrong shape or emptiness."""
+    """Return a 1-D float64 array; raise ``ValueError`` on None, NaN/inf, wrong shape or emptiness."""
+    check_present(data, name)
     try:
         x = np.asarray(data, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -128,6 +138,7 @@ def check_scores(scores: Any, name: str = "scores") -> np.ndarray:
 
     At least one score must be finite, otherwise no candidate can be selected.
     """
+    check_present(scores, name, "a 1-D array of scores, one per candidate")
     try:
         u = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -145,8 +156,27 @@ def check_scores(scores: Any, name: str = "scores") -> np.ndarray:
     return u
 
 
+#: Most draws one ``sample`` call may return: 2^28 (about 2.7e8; 2 GiB per float64 output array,
+#: and samplers hold a few such arrays). Larger requests are refused by :func:`check_size` before
+#: anything is allocated, with the memory they would need; draw in batches instead.
+MAX_DRAWS = 2**28
+#: Bytes per draw of the output array alone (float64 or int64), for the message of check_size.
+_OUTPUT_BYTES = 8
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, v in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if b >= v:
+            return f"{b / v:.3g} {unit}"
+    return f"{b:.0f} bytes"
+
+
 def check_size(size: Any) -> tuple[int, ...]:
-    """Normalise numpy's ``size`` argument to a shape tuple; ``None`` means one draw, shape ()."""
+    """Normalise numpy's ``size`` argument to a shape tuple; ``None`` means one draw, shape ().
+
+    At most :data:`MAX_DRAWS` draws per call: a larger ``size`` raises ``ValueError`` stating the
+    memory its output alone would need, instead of numpy's ``MemoryError`` half-way through.
+    """
     if size is None:
         return ()
     if isinstance(size, (numbers.Integral, np.integer)) and not isinstance(size, bool):
@@ -159,12 +189,33 @@ def check_size(size: Any) -> tuple[int, ...]:
     for s in shape:
         if not isinstance(s, (numbers.Integral, np.integer)) or isinstance(s, bool) or s < 0:
             raise ValueError(f"size must be None, an int >= 0 or a tuple of them, got {size!r}")
-    return tuple(int(s) for s in shape)
+    out = tuple(int(s) for s in shape)
+    n = math.prod(out)
+    if n > MAX_DRAWS:
+        raise ValueError(
+            f"size={size!r} asks for {n:,} draws in one call; the output alone would need "
+            f"{_fmt_bytes(float(n) * _OUTPUT_BYTES)} of memory. At most {MAX_DRAWS:,} draws (2**28) per call "
+            "are allowed: draw in batches"
+        )
+    return out
+
+
+_RNG_ACCEPTED = "None, a non-negative int seed, a numpy SeedSequence, BitGenerator or Generator"
 
 
 def as_rng(rng: Any = None) -> np.random.Generator:
-    """SPEC 7: accept a Generator, a seed, a SeedSequence or None."""
-    return np.random.default_rng(rng)
+    """Normalise ``rng`` to a :class:`numpy.random.Generator` (:func:`numpy.random.default_rng`).
+
+    Accepts None (fresh OS entropy), a non-negative int seed (or a sequence of them), a
+    SeedSequence, a BitGenerator or a Generator (returned as is). Anything else raises
+    ``ValueError`` naming ``rng`` and what it accepts.
+    """
+    if isinstance(rng, bool) or (isinstance(rng, (numbers.Integral, np.integer)) and rng < 0):
+        raise ValueError(f"rng must be {_RNG_ACCEPTED}; got {rng!r}")
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise ValueError(f"rng must be {_RNG_ACCEPTED}; got {rng!r}") from None
 
 
 @dataclass(frozen=True)

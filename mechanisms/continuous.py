@@ -33,6 +33,7 @@ from .base import (
     check_data,
     check_epsilon,
     check_positive,
+    check_present,
 )
 from .laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity
 from .medians import DOMAINS, Grid, _resolve_grid
@@ -119,6 +120,7 @@ def _last_index_at_most(g: Grid, y: np.ndarray) -> np.ndarray:
 
 
 def _check_scalar(x: Any, name: str) -> float:
+    check_present(x, name, "one real number")
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
@@ -256,6 +258,7 @@ class ContinuousExponential(Mechanism):
     def _utility(self, data: Any) -> np.ndarray:
         """Validated data as an (m, 2) array of (left, right) utility values."""
         m = len(self.breakpoints) - 1
+        check_present(data, "data", "the utility values of the pieces (an array)")
         try:
             u = np.asarray(data, dtype=np.float64)
         except (TypeError, ValueError) as exc:

@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Mechanism, PrivacyClaim, as_rng, check_choice, check_epsilon, check_positive, check_scores, check_size
+from .base import (Mechanism, PrivacyClaim, as_rng, check_choice, check_epsilon, check_positive, check_present,
+                   check_scores, check_size)
 from .laws import sample_index
 from .registry import register
 from .selection_laws import em_log_prob, laplace_rnm_log_prob, pf_log_prob
@@ -393,6 +394,7 @@ class RandomizedResponse(Mechanism):
     @staticmethod
     def scores(data: Any) -> np.ndarray:
         """u(x, r) = 1[r = x] for r = 0, 1."""
+        check_present(data, "data", "one private bit (0 or 1)")
         x = np.asarray(data)
         if x.shape not in ((), (1,)) or x.dtype.kind not in "biuf" or x.reshape(-1)[0] not in (0, 1):
             raise ValueError(f"data must be one private bit (0 or 1), got {data!r}")

@@ -524,10 +524,18 @@ class LocationScaleLaw:
     def clipped(self) -> bool:
         return self.lower is not None and self.upper is not None
 
+    def _z(self, x: Any) -> np.ndarray:
+        """(x - loc) / scale. The scale may be as small as the smallest normal double (a floored
+        smooth sensitivity), where the quotient overflows to +-inf: that is the right standardised
+        value (all mass at loc), so the overflow is expected and not warned about. scipy's
+        ``dist(loc, scale)`` computes the same quotient, so results are unchanged otherwise."""
+        with np.errstate(over="ignore"):
+            return (np.asarray(x, dtype=np.float64) - self.loc) / self.scale
+
     def log_pdf(self, x: Any) -> np.ndarray:
         """Log density of the continuous part (-inf outside (lower, upper) when clipped)."""
         x = np.asarray(x, dtype=np.float64)
-        lp = self.dist.logpdf(x)
+        lp = _NOISE[self.noise].logpdf(self._z(x)) - np.log(self.scale)
         if self.clipped:
             lp = np.where((x > self.lower) & (x < self.upper), lp, -np.inf)
         return lp
@@ -536,11 +544,12 @@ class LocationScaleLaw:
         """(log P[X = lower], log P[X = upper]); (-inf, -inf) when not clipped."""
         if not self.clipped:
             return (-np.inf, -np.inf)
-        return float(self.dist.logcdf(self.lower)), float(self.dist.logsf(self.upper))
+        std = _NOISE[self.noise]
+        return float(std.logcdf(self._z(self.lower))), float(std.logsf(self._z(self.upper)))
 
     def cdf(self, x: Any) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
-        c = self.dist.cdf(x)
+        c = _NOISE[self.noise].cdf(self._z(x))
         if self.clipped:
             c = np.where(x < self.lower, 0.0, np.where(x >= self.upper, 1.0, c))
         return c

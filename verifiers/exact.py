@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from ..mechanisms.base import PrivacyClaim
 from ..mechanisms.laws import log_expm1_ratio, log_geometric_sum
 
 __all__ = ["exact", "ExactLoss", "loss_between", "canonical"]
@@ -580,6 +581,14 @@ def loss_between(A: Canonical, B: Canonical, *, epsilon_claimed: float = math.in
                      method=f"{A.source}/{B.source}" if A.source != B.source else A.source, _laws=(A, B))
 
 
+def _claim_of(mechanism: Any) -> PrivacyClaim:
+    claim = getattr(mechanism, "claim", None) if not isinstance(mechanism, type) else None
+    if not isinstance(claim, PrivacyClaim):
+        raise TypeError(f"mechanism must be a mechanism instance with a `claim` (PrivacyClaim) and an exact law "
+                        f"(support/log_prob or distribution); got {type(mechanism).__name__} {mechanism!r:.60}")
+    return claim
+
+
 def exact(mechanism: Any, d1: Any, d2: Any) -> ExactLoss:
     """Exact privacy loss of ``mechanism`` between ``d1`` and ``d2``.
 
@@ -588,7 +597,7 @@ def exact(mechanism: Any, d1: Any, d2: Any) -> ExactLoss:
     ``epsilon > claimed epsilon``; for an (epsilon, delta) claim it is
     ``delta(claimed epsilon) > claimed delta`` (hockey-stick divergence).
     """
-    claim = mechanism.claim
+    claim = _claim_of(mechanism)
     A = _canonical_of(mechanism, d1)
     B = _canonical_of(mechanism, d2)
     return loss_between(A, B, epsilon_claimed=float(claim.epsilon), delta_claimed=float(claim.delta))

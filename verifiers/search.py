@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ..mechanisms.contracts import check_auditable
 from . import bounds
 from .neighbours import pairs_for
-from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, draw, is_finite,
-                          seed_of, stream)
+from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, check_selection, draw,
+                          is_finite, seed_of, stream)
 from .verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
@@ -57,10 +58,10 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     Verdict
         With ``pairs_tried`` and ``calls`` (<= budget) filled in; the witness names the pair.
     """
+    check_auditable(mechanism)
     budget = check_samples(budget, "budget", minimum=8)
     alpha = bounds.check_alpha(alpha)
-    if not (0.0 < float(selection) < 1.0):
-        raise ValueError(f"selection must be in (0, 1), got {selection!r}")
+    check_selection(selection)
     pairs = pairs_for(mechanism, generator)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)

@@ -34,12 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from ..mechanisms.contracts import check_auditable
+from ..mechanisms.contracts import is_finite as _declares_finite
 from . import bounds
 from .events import Candidates, Event, finite_candidates, real_candidates
 from .verdict import Verdict, Witness, summarize
 
-__all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "seed_of", "stream", "draw",
-           "best_choice", "certify", "detectable_epsilon"]
+__all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
+           "best_choice", "certify", "detectable_epsilon", "check_samples", "check_selection"]
 
 #: Fraction of the per-dataset samples used to select the witness (the rest certify it).
 DEFAULT_SELECTION = 0.3
@@ -84,13 +86,24 @@ def draw(mechanism: Any, data: Any, n: int, rng: np.random.Generator) -> np.ndar
     if out.ndim != 1 or out.shape[0] != n:
         raise ValueError(
             f"mechanism.sample(data, size={n}) must return {n} scalar outputs (shape ({n},)), got shape {out.shape}")
+    if not is_finite(mechanism) and out.dtype.kind not in "biuf":
+        first = out[0] if out.size else None
+        raise TypeError(
+            f"mechanism.sample returned {out.dtype} outputs (first: {first!r}); a real-valued mechanism "
+            "(kind='real') must return numbers. Outputs from a finite set of labels need kind='finite' "
+            "(e.g. verifiers.wrap(fn, ..., kind='finite'))")
     if out.dtype.kind == "f" and np.isnan(out).any():
         raise ValueError("mechanism returned NaN outputs; the verifier needs comparable output values")
     return out
 
 
 def is_finite(mechanism: Any) -> bool:
-    return getattr(mechanism, "kind", "real") == "finite"
+    """True when the mechanism declares finite outputs (:func:`mechanisms.contracts.is_finite`)."""
+    return _declares_finite(mechanism)
+
+
+#: Accepted values of ``direction`` (None: both, Bonferroni).
+DIRECTIONS = ("d1>d2", "d2>d1")
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,6 +311,14 @@ def check_samples(samples: Any, name: str = "samples", minimum: int = 2) -> int:
     return int(samples)
 
 
+def check_selection(selection: Any, name: str = "selection") -> float:
+    """The selection share: a number strictly between 0 and 1 (``ValueError`` naming it otherwise)."""
+    ok = isinstance(selection, (numbers.Real, np.floating, np.integer)) and not isinstance(selection, bool)
+    if not ok or not (0.0 < float(selection) < 1.0):
+        raise ValueError(f"{name} must be a number in (0, 1), got {selection!r}")
+    return float(selection)
+
+
 def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05, rng: Any = None,
           event: Event | None = None, direction: str | None = None,
           selection: float = DEFAULT_SELECTION, events: str = "all", check_pair: bool = True) -> Verdict:
@@ -339,19 +360,23 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     """
     from .neighbours import check_neighbours
 
+    check_auditable(mechanism)
     samples = check_samples(samples)
     alpha = bounds.check_alpha(alpha)
-    if events not in EVENT_SETS:
-        raise ValueError(f"events must be one of {', '.join(EVENT_SETS)}, got {events!r}")
-    if not (0.0 < float(selection) < 1.0):
-        raise ValueError(f"selection must be in (0, 1), got {selection!r}")
+    if not isinstance(events, str) or events not in EVENT_SETS:
+        raise ValueError(f"events must be one of {', '.join(map(repr, EVENT_SETS))}, got {events!r}")
+    check_selection(selection)
+    if direction is not None and (not isinstance(direction, str) or direction not in DIRECTIONS):
+        raise ValueError(f"direction must be one of {', '.join(map(repr, DIRECTIONS))} or None (both), got {direction!r}")
+    if event is not None and not isinstance(event, Event):
+        raise TypeError(f"event must be a verifiers.Event or None, got {type(event).__name__} {event!r}")
+    if not isinstance(check_pair, (bool, np.bool_)):
+        raise TypeError(f"check_pair must be True or False, got {check_pair!r}")
     if check_pair:
         check_neighbours(d1, d2, mechanism.claim)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)
     if event is not None:
-        if direction is not None and direction not in ("d1>d2", "d2>d1"):
-            raise ValueError(f"direction must be 'd1>d2', 'd2>d1' or None, got {direction!r}")
         if direction is not None:
             a1, a2 = (alpha, 0.0) if dl_c == 0.0 else (alpha / 2, alpha / 2)
             return certify(mechanism, d1, d2, choice=None, event=event, direction=direction, n_cert=samples,

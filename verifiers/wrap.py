@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
+from ..mechanisms.contracts import OUTPUT_KINDS
 
 __all__ = ["wrap", "WrappedMechanism"]
 
@@ -37,9 +38,21 @@ class WrappedMechanism:
     def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
         shape = check_size(size)
         n = int(np.prod(shape)) if shape else 1
-        out = np.asarray(self.fn(data, n, as_rng(rng)))
+        fname = self.name or "fn"
+        raw = self.fn(data, n, as_rng(rng))
+        try:
+            out = np.asarray(raw)
+        except ValueError as exc:  # ragged lists and the like
+            raise TypeError(f"{fname}(data, {n}, rng) must return an array of {n} outputs; numpy could not "
+                            f"read what it returned ({type(raw).__name__}): {exc}") from None
+        if self.kind == "real" and out.dtype.kind not in "biuf":
+            first = out.reshape(-1)[0] if out.size else None
+            raise TypeError(
+                f"{fname}(data, {n}, rng) returned {out.dtype} outputs (first: {first!r}), but kind='real' "
+                "needs numbers; return a numeric array, or declare kind='finite' for outputs from a finite "
+                "set of labels")
         if out.shape[:1] != (n,) and not (n == 1 and out.ndim == 0):
-            raise ValueError(f"{self.name or 'fn'}(data, {n}, rng) must return {n} outputs, got shape {out.shape}")
+            raise ValueError(f"{fname}(data, {n}, rng) must return {n} outputs, got shape {out.shape}")
         out = out.reshape((n,) + out.shape[1:]) if out.ndim else out.reshape(1)
         return out.reshape(shape + out.shape[1:]) if shape else out[0]
 
@@ -70,8 +83,12 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
         for record datasets), ``candidates`` (labels), ...
     """
     if not callable(fn):
-        raise ValueError(f"fn must be callable, got {fn!r}")
-    check_choice(kind, "kind", ("real", "finite"))
+        raise TypeError(f"fn must be callable as fn(data, size, rng), got {type(fn).__name__} {fn!r}")
+    check_choice(kind, "kind", OUTPUT_KINDS)
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {name!r}")
+    if attributes is not None and not isinstance(attributes, dict):
+        raise TypeError(f"attributes must be a dict of read-only attributes or None, got {type(attributes).__name__}")
     claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity)
     return WrappedMechanism(fn=fn, claim=claim, kind=kind, name=name or getattr(fn, "__name__", "fn"),
                             attributes=dict(attributes or {}))

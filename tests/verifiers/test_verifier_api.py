@@ -107,7 +107,7 @@ def test_wrap_plain_function_real_and_finite():
 
 
 def test_wrap_and_audit_reject_bad_input():
-    with pytest.raises(ValueError, match="fn must be callable"):
+    with pytest.raises(TypeError, match="fn must be callable"):
         verifiers.wrap(3, epsilon=1.0)
     with pytest.raises(ValueError, match="kind"):
         verifiers.wrap(lambda d, n, r: np.zeros(n), epsilon=1.0, kind="integer")
