@@ -789,6 +789,7 @@ def _run_in(run_dir: Path, resumed: bool, cfg: Config, module: Any, tasks: list[
             "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "wall_seconds": round(time.monotonic() - t_start, 3),
             "task_seconds_total": round(float(sum(r["seconds"] for r in done)), 3),
+            "compute_seconds": round(state.compute_seconds, 3),  # wall time of this invocation's tasks
             **manifest_base(),
         }
         if command is not None:
@@ -816,6 +817,7 @@ def _run_in(run_dir: Path, resumed: bool, cfg: Config, module: Any, tasks: list[
 class _State:
     records: dict[str, dict]
     computed: int = 0
+    compute_seconds: float = 0.0  # wall time of the compute phase of this invocation
 
 
 def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: TaskStore, state: _State,
@@ -860,6 +862,7 @@ def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: 
             keep(execute_chunk(kind, spec, chunk, seed, run_id, tasks_dir, None, None))
 
     probe = ex.backend == "loky" and ex.workers > 1 and not _loky_pool_is_warm(ex.workers)
+    t0 = time.monotonic()
     bar = _progress.progress(n_total, desc=cfg.name, initial=len(state.records), enabled=show_progress)
     try:
         with bar:
@@ -892,6 +895,7 @@ def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: 
                         raise
                 interrupted = interrupted or stopper.requested or run_id in _STOPPED
     finally:
+        state.compute_seconds = time.monotonic() - t0
         with contextlib.suppress(OSError):
             stop_path.unlink()
         clean_stale_tmp(run_dir)  # a worker killed mid-write (second Ctrl-C) leaves its temporary file
