@@ -165,7 +165,8 @@ class ContinuousExponential(Mechanism):
 
     Output density proportional to exp(epsilon * u(r) / (2 * sensitivity)) with respect to
     Lebesgue measure (McSherry & Talwar 2007; Dwork & Roth, Def. 3.4 / Thm 3.10, continuous range
-    as in docs/mechanisms.md, "Exponential mechanisms on a continuous range"). The pieces are [breakpoints[j], breakpoints[j+1]].
+    as in docs/mechanisms.md, "Exponential mechanisms on a continuous range").
+    The pieces are [breakpoints[j], breakpoints[j+1]].
 
     The *data* is the utility itself:
 

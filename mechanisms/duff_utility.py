@@ -31,7 +31,8 @@ E = 0 there is one more candidate, an exact hit D' = 0 with E' = 0: L' = a k, G'
 k >= 1, cost min_k |L - a k| + |G - (b - a) k| (convex in k: check the floors/ceilings of L/a and
 G/(b - a)).
 
-For q = 1/2 these reduce to the median forms of docs/mechanisms.md ("Duff utility: closed forms"): lower u = -(add_o + max(0, L - e - G + 1, G - L - e)),
+For q = 1/2 these reduce to the median forms of docs/mechanisms.md ("Duff utility: closed
+forms"): lower u = -(add_o + max(0, L - e - G + 1, G - L - e)),
 upper u = -(add_o + max(0, L - e - G, G - L - e + 1)), set u = -max(0, |L - G| - E).
 
 Envelope bounds used by the windowed samplers (:func:`cost_lower_bound_left`,

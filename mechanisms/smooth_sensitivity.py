@@ -406,7 +406,8 @@ def median_local_sensitivity(data: Any, lower: float, upper: float, neighbours: 
 def _smooth_sensitivity_pairs(
     data: Any, beta: float, lower: float, upper: float, neighbours: str = "replace_one"
 ) -> float:
-    """O(n^2) definitional twin (tests only): the pair form of the module docstring (docs/mechanisms.md, "Smooth-sensitivity median").
+    """O(n^2) definitional twin (tests only): the pair form of the module docstring
+    (docs/mechanisms.md, "Smooth-sensitivity median").
 
     replace-one: max over i < j, i <= m <= j of (x_j - x_i) e^{-beta (j - i - 1)};
     add/remove: max over ALL i < j of (x_j - x_i) e^{-beta c(i, j)} with the general cost

@@ -565,7 +565,8 @@ class ZooDuffMedian(_Base):
 
     Density ∝ exp(eps u(o) / 2), u = minus the add/remove distance to a dataset whose lower
     median is o; in gap i (between sorted clipped x_(i), x_(i+1), padded with lower, upper)
-    u_i = -(1 + max(0, 2i - n, n - 2i - 1)) (docs/mechanisms.md, "Duff utility: closed forms"; Munoz Medina & Gillenwater 2020).
+    u_i = -(1 + max(0, 2i - n, n - 2i - 1)) (docs/mechanisms.md, "Duff utility: closed forms";
+    Munoz Medina & Gillenwater 2020).
     epsilon-DP under ``add_remove`` (sensitivity 1). Exact law: piecewise-constant density.
     """
 

@@ -71,7 +71,8 @@ def run_index(law, x):
 
 
 def reference_lower_median_cost(L, E, G):
-    """The closed form of docs/mechanisms.md ("Duff utility: closed forms") for the lower median (independent of duff_cost)."""
+    """The closed form of docs/mechanisms.md ("Duff utility: closed forms") for the lower median
+    (independent of duff_cost)."""
     e = np.maximum(E, 1)
     add = (E == 0).astype(np.int64)
     return add + np.maximum.reduce([np.zeros_like(L), L - e - G + 1, G - L - e])

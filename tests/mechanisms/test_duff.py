@@ -111,7 +111,8 @@ def test_closed_form_equals_bfs_bigger_universe(q, definition):
 
 
 def test_reference_median_formulas():
-    """The median closed forms of docs/mechanisms.md ("Duff utility: closed forms") equal duff_cost at q = 1/2 (which equals BFS)."""
+    """The median closed forms of docs/mechanisms.md ("Duff utility: closed forms") equal
+    duff_cost at q = 1/2 (which equals BFS)."""
     L, E, G = (v.reshape(-1)[1:] for v in np.meshgrid(*(np.arange(25),) * 3, indexing="ij"))  # n >= 1
     e = np.maximum(E, 1)
     add = (E == 0).astype(int)
