@@ -497,7 +497,7 @@ class LaplaceViaExponential(Mechanism):
     bounds are None, with density proportional to exp(-epsilon |r - f(D)| / (2 * sensitivity)):
     Laplace with location f(D) and scale 2 * sensitivity / epsilon, truncated to [lower, upper]
     (Near & Abuah, *Programming Differential Privacy*, ch. "The Exponential Mechanism";
-    reference.md §1).
+    docs/mechanisms.md, "laplace_via_exponential").
 
     Claim (``claim``): epsilon-DP under ``value`` neighbours (|f(D) - f(D')| <= sensitivity), which
     is what the general exponential-mechanism analysis (Dwork & Roth Thm 3.10, Delta_u =
