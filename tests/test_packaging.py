@@ -9,6 +9,7 @@ the other intact.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -50,8 +51,13 @@ def _pip(*args: str, target: Path | None = None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("wheels")
-    # Built as users build it: in an isolated build environment (setuptools from the package index).
-    _pip("wheel", "--no-deps", "-w", str(out), str(ROOT))
+    # Built from a copy of the source (a build/ folder left in the checkout by an earlier build
+    # would otherwise leak stale modules into the wheel), as users build it: in an isolated build
+    # environment with setuptools from the package index.
+    src = tmp_path_factory.mktemp("src") / "dpharness"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "results", "*.egg-info", ".venv",
+                                                             "__pycache__", ".pytest_cache", ".hypothesis"))
+    _pip("wheel", "--no-deps", "-w", str(out), str(src))
     other = tmp_path_factory.mktemp("other_src")
     (other / "verifiers").mkdir()
     # An unrelated project with the same top-level name and none of our attributes.
