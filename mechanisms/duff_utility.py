@@ -8,7 +8,7 @@ Only three counts of S matter: L, E, G = #records <, =, > o. Edits may use any r
 closed forms assume values below and above o can always be added; the tests check them against
 breadth-first search over multisets of a small integer universe that has such values).
 
-Derivation (checked by BFS in ``tests/test_duff.py``). Write q = a/b in lowest terms, where a/b is
+Derivation (checked by BFS in ``tests/mechanisms/test_duff.py``). Write q = a/b in lowest terms, where a/b is
 the *decimal* value ``Fraction(repr(q))`` (0.3 means 3/10, as in the runner's truth), and scale by
 b so that everything is an integer: alpha = b - a, beta = a, D = alpha L - beta G (= b((1-q)L - qG)).
 For N' = L' + E' + G':
@@ -59,6 +59,9 @@ __all__ = [
     "target_rank",
     "cost_lower_bound_left",
     "cost_lower_bound_right",
+    "gap_costs",
+    "runs_and_points",
+    "distinct_sorted",
 ]
 
 #: Statistic definitions: lower x_(ceil(qN)), upper x_(floor(qN)+1), set (any q-quantile).
@@ -180,3 +183,43 @@ def cost_lower_bound_left(n: int, a_max: int, a: int, b: int) -> float:
 def cost_lower_bound_right(n: int, b_min: int, a: int, b: int) -> float:
     """Lower bound on the cost at any o with at least ``b_min`` records < o (o right of the target)."""
     return max(0.0, (b * int(b_min) - a * int(n)) / max(a, b - a))
+
+
+# --------------------------------------------------------------------------------------------
+# the utility on the pieces of the output domain: gaps (continuum) and runs/points (grid)
+# --------------------------------------------------------------------------------------------
+
+
+def gap_costs(n: int, a: int, b: int, definition: str, first: int = 0, stop: int | None = None) -> np.ndarray:
+    """Duff costs -u_i of the gaps i = first..stop-1 (default all n+1) for n records: L = i, E = 0."""
+    stop = n + 1 if stop is None else stop
+    i = np.arange(first, stop, dtype=np.int64)
+    return duff_cost(i, 0, n - i, a, b, definition)
+
+
+def runs_and_points(vals: np.ndarray, E: np.ndarray, L: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """Interleave the points ``vals`` (counts E, L below) with the runs strictly between them.
+
+    Returns (first, count, L, E) of the pieces in increasing grid order, empty runs dropped.
+    """
+    J = vals.size
+    first = np.empty(2 * J - 1, dtype=np.int64)
+    count = np.empty(2 * J - 1, dtype=np.int64)
+    LL = np.empty(2 * J - 1, dtype=np.int64)
+    EE = np.zeros(2 * J - 1, dtype=np.int64)
+    first[0::2] = vals
+    count[0::2] = 1
+    LL[0::2] = L
+    EE[0::2] = E
+    first[1::2] = vals[:-1] + 1
+    count[1::2] = np.diff(vals) - 1
+    LL[1::2] = L[:-1] + E[:-1]
+    keep = count > 0
+    return first[keep], count[keep], LL[keep], EE[keep]
+
+
+def distinct_sorted(sorted_k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values and multiplicities of a sorted int array (O(n), no second sort)."""
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_k)) + 1))
+    counts = np.diff(np.concatenate((starts, [sorted_k.size])))
+    return sorted_k[starts], counts

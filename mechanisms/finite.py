@@ -230,7 +230,7 @@ class ReportNoisyMax(_Selection):
       identical to report-noisy-max with exponential noise"); the monotone scale follows OpenDP's
       proven privacy map for exponential-noise noisy max (eps = range distance / scale, range =
       Delta for monotonic scores, 2 Delta otherwise; ``make_noisy_top_k``, MaxDivergence), and
-      tests/test_finite.py checks it exactly on monotone neighbour grids.
+      tests/mechanisms/test_finite.py checks it exactly on monotone neighbour grids.
     * ``gumbel``: b = 2 Delta/eps, or Delta/eps if monotone. Identical in law to the exponential
       mechanism (Gumbel-max trick), so ``log_prob`` is the EM's.
 

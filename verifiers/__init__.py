@@ -8,7 +8,7 @@
 * :func:`wrap` -- make any ``fn(data, size, rng)`` auditable (:mod:`verifiers.wrap`).
 * :mod:`verifiers.zoo` -- deliberately broken mechanisms and their correct twins.
 * :mod:`verifiers.power` -- detection probabilities by computation.
-* ``dpharness audit CONFIG`` -- :func:`verifiers.cli.cmd_audit`.
+* ``dpharness audit CONFIG`` -- the harness layer, :mod:`dpharness.bench.audits`.
 """
 
 from .bounds import blind_delta, cp_lower, cp_upper, delta_lower_bound, epsilon_lower_bound

@@ -22,7 +22,7 @@ The run reports, per mechanism,
   and P[selected = true mode], and their Monte Carlo estimates from ``loss_draws`` draws (CLT
   interval in the figure, Hoeffding bound for pass/fail).
 
-For ``dpharness regress`` (bench/regress.py) the two loss rows of a (mechanism, eps) also carry a
+For ``dpharness regress`` (bench/regress/) the two loss rows of a (mechanism, eps) also carry a
 lower-is-better error and its Monte Carlo standard error: ``mc_error`` = the utility loss, or
 1 - P[selected = mode] on the ``p_mode`` row, and ``mc_error_se`` (sample sd / sqrt(draws)). A cell
 is (what, mechanism, epsilon, draws, category, metric), one row each, compared by a z-test on the
