@@ -254,7 +254,8 @@ def plot(spec: LaplaceSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir:
     hist = ok_rows(results, "histogram")
     eps_list = sorted(hist["epsilon"].unique()) if len(hist) else []
     if eps_list:
-        fig, axes = new_figure(width=4.2 * len(eps_list), height=4.0, ncols=len(eps_list))
+        width = max(6.0, 4.2 * len(eps_list))  # one epsilon: wide enough for the title and legend
+        fig, axes = new_figure(width=width, height=4.4, ncols=len(eps_list))
         axes = np.atleast_1d(axes)
         for ax, eps in zip(axes, eps_list):
             h = hist[hist["epsilon"] == eps].sort_values("bin")
@@ -276,7 +277,10 @@ def plot(spec: LaplaceSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir:
             ax.set_ylabel("density (1 / unit of f)")
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=8)
-        fig.suptitle("Draws of the exponential mechanism with u = −|f − r| vs Laplace densities")
+        import textwrap
+
+        fig.suptitle(textwrap.fill("Draws of the exponential mechanism with u = −|f − r| vs Laplace densities",
+                                   int(width * 9)))
         out.append(save(fig, fig_dir, "laplace_histograms.png"))
 
     loss = ok_rows(results, "privacy_loss").sort_values("epsilon")
@@ -293,7 +297,7 @@ def plot(spec: LaplaceSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir:
         ax.set_yscale("log")
         ax.set_xlabel("privacy parameter ε of the exponential mechanism (log scale)")
         ax.set_ylabel("privacy loss sup_r |log p(r|f)/p(r|f′)| (nats)")
-        ax.set_title("Laplace via EM: exact privacy loss of a neighbouring pair vs the EM claim")
+        ax.set_title("Laplace via EM: exact privacy loss of a neighbouring pair\nvs the claim of the EM analysis")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3, which="both")
         out.append(save(fig, fig_dir, "privacy_loss.png"))
