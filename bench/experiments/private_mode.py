@@ -1,7 +1,8 @@
 """Experiment kind ``private_mode``: the most common category of a real categorical column.
 
-The textbook "most common marital status" example (Dwork & Roth §3.4) on data we can ship: a
-categorical column of a ``statsmodels.datasets`` survey (default ``anes96`` party identification,
+The "most common marital status" example of Near & Abuah (*Programming Differential Privacy*,
+ch. "The Exponential Mechanism", on the Adult data; the mechanisms: Dwork & Roth §3.3-3.4) on data
+we can ship: a categorical column of a ``statsmodels.datasets`` survey (default ``anes96`` party identification,
 944 respondents, seven categories; docs/experiments.md, "private_mode"). The utility of category c is its count, which
 changes by at most 1 when one respondent is added or removed (``add_remove``, sensitivity 1).
 
@@ -297,7 +298,8 @@ def summarize(spec: ModeSpec, results: pd.DataFrame) -> Summary:
     ok = ok and fc and len(freq) == spec.n_frequency_checks
     mode = int(np.argmax(counts))
     lines = [
-        f"private mode of {spec.dataset}.{spec.column} (n = {int(counts.sum())}): counts "
+        f"private mode of {spec.dataset}.{spec.column} (n = {int(counts.sum())}; the 'most common marital status' "
+        "example of Near & Abuah, Programming Differential Privacy, on shipped data): counts "
         + ", ".join(f"{spec.label_of(c)}={int(k)}" for c, k in zip(spec.categories, counts)),
         f"true mode: {spec.label_of(spec.categories[mode])} ({int(counts[mode])}); utility = count, sensitivity 1, "
         "add/remove neighbours",

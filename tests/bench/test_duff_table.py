@@ -68,6 +68,41 @@ def test_terminal_text_is_side_by_side_and_honest(quick):
     assert "every cell with a published value is within tolerance" in text
 
 
+def test_every_table_column_has_a_header_and_the_verdict_is_explained(quick):
+    lines = quick.summary.text.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith("mechanism"))
+    header, rule = lines[i], lines[i + 1]
+    # the text table pads columns with two spaces; the rule line has one dash run per column
+    assert len(rule.split()) == len(header.split("  ")) - header.split("  ").count("")
+    assert header.rstrip().endswith("verdict")
+    assert "verdict: ok = |ours − paper| ≤ tolerance" in quick.summary.text
+
+
+def test_note_points_to_the_docs_and_counts_this_runs_datasets(quick):
+    text = quick.summary.text
+    assert "reference.md" not in text and "§5" not in text
+    assert 'docs/table1.md, section "The open δ = 0.9 discrepancy"' in text
+    heading = "## The open δ = 0.9 discrepancy"
+    docs = CONFIG.parents[1] / "docs" / "table1.md"
+    if docs.is_file():  # the section the note cites exists under that exact heading
+        assert heading in docs.read_text(encoding="utf-8").splitlines()
+    # the quick tier runs 30 datasets: the note says so (it used to say 100, from the full protocol)
+    assert "30 datasets per cell" in text and "100 datasets" not in text
+    t = quick.summary.table.set_index(["mechanism", "epsilon"])
+    r = t.loc[("SS δ=0.9 (Laplace)", 1.0)]
+    assert f"ε=1: {r['mean_x100'] / 1.1:.2f} ± {r['se_x100'] / 1.1:.2f}" in text  # computed from this run
+
+
+def test_note_counts_the_datasets_of_the_spec_not_of_the_paper(quick):
+    raw = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
+    raw["datasets"] = 7
+    spec = load_config(raw).spec
+    res = quick.results
+    few = res[res["dataset"] < 7]
+    s = median_accuracy.summarize(spec, few)
+    assert "7 datasets per cell" in s.text and "30 datasets" not in s.text
+
+
 def test_cells_outside_tolerance_are_flagged(quick):
     raw = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
     raw["reference"]["rows"][3]["mean"] = {0.5: 5.0, 1: 0.3, 2: 0.2}  # a wrong "published" Duff value

@@ -58,6 +58,50 @@ def test_randomized_response_exact_probabilities_are_the_textbook_formulas():
         assert randomized_response.exact_loss("exponential", eps) == pytest.approx(eps / 2, rel=1e-12)
 
 
+def test_randomized_response_ships_the_shfl_notebook_example_beside_ours(tmp_path):
+    # Sherpa.ai's shfl notebook: scores (0, 1/4) for r = (0, 1), Delta_u = 1, eps = 10 -> P = 0.777.
+    # Definitional twin: exp(eps u / (2 Delta_u)) normalised over the two answers.
+    spec = load_config(ROOT / "configs" / "randomized_response.yaml").spec
+    nb = spec.notebook
+    assert nb is not None and nb.scores == (0.0, 0.25) and nb.sensitivity == 1 and nb.epsilon == 10
+    w = math.exp(10 * 0.25 / 2)
+    assert nb.exact_p1() == pytest.approx(w / (1 + w), rel=1e-13)
+    assert round(nb.exact_p1(), 3) == nb.published == 0.777 and nb.decimals == 3
+    res = run(ROOT / "configs" / "randomized_response.yaml", quick=True, out=tmp_path, progress=False)
+    assert res.summary.ok and res.exit_code == 0, res.summary.text
+    text = res.summary.text
+    assert f"exact {w / (1 + w):.6f}" in text and "vs published 0.777" in text and "agrees" in text
+    row = res.summary.table.set_index("mechanism").loc[randomized_response.NOTEBOOK]
+    assert row["published_p_truth"] == 0.777 and row["exact_p_truth"] == pytest.approx(w / (1 + w), rel=1e-13)
+    # ours is unchanged beside it: u = 1[r = x] and classic randomized response
+    assert set(res.summary.table["mechanism"]) == {"exponential", "randomized_response", randomized_response.NOTEBOOK}
+
+
+def test_randomized_response_flags_a_published_value_it_does_not_reproduce(tmp_path):
+    import yaml
+
+    raw = yaml.safe_load((ROOT / "configs" / "randomized_response.yaml").read_text(encoding="utf-8"))
+    raw["notebook"]["published"] = 0.79
+    raw["quick"]["epsilons"] = [1]
+    res = run(raw, quick=True, out=tmp_path, progress=False)
+    assert not res.summary.ok and "DISAGREES" in res.summary.text and res.exit_code != 0
+
+
+def test_marital_status_example_is_credited_to_near_and_abuah(tmp_path):
+    cfg = (ROOT / "configs" / "private_mode.yaml").read_text(encoding="utf-8")
+    doc = private_mode.__doc__ or ""
+    for text in (cfg, doc):
+        text = " ".join(text.replace("#", " ").split())  # comments wrap lines
+        assert "Near & Abuah" in text and 'Dwork & Roth §3.4\'s "most common marital status"' not in text
+        assert "(Dwork & Roth §3.4) on data" not in text
+    spec = load_config(ROOT / "configs" / "private_mode.yaml", quick=True).spec
+    import pandas as pd
+
+    s = private_mode.summarize(spec, pd.DataFrame(columns=["status", "what", "mechanism", "epsilon", "metric",
+                                                           "consistent"]))
+    assert "Near & Abuah" in s.text.splitlines()[0]
+
+
 def test_private_mode_uses_the_real_column_and_exact_em_law():
     spec = load_config(ROOT / "configs" / "private_mode.yaml").spec
     import statsmodels.datasets.anes96 as anes
