@@ -1,49 +1,160 @@
-"""Registry of mechanisms: ``make(name, **params)`` and ``available()``."""
+"""The one registry of mechanisms, with namespaces: ``make(name, **params)`` and ``available()``.
+
+Names live in namespaces. The default namespace (:data:`DEFAULT`) holds the real mechanisms of
+:mod:`mechanisms` and is what a plain name means everywhere (``make("exponential", ...)``,
+``available()``, ``dpharness list``). Other namespaces hold mechanisms that must not be mistaken
+for real ones, e.g. ``zoo``, the verifier's deliberately broken mechanisms and their correct twins
+(:mod:`verifiers.zoo`). A name in another namespace is written ``"namespace/name"``
+(``make("zoo/rnm_laplace_value")``) or given with ``namespace=`` (``make("rnm_laplace_value",
+namespace="zoo")``); the same plain name may exist in several namespaces.
+
+Every entry is a frozen dataclass class registered with :func:`register`; namespaces may attach
+metadata to their entries (the zoo records ``broken`` and ``twin``), read with :func:`entry`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import inspect
+from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
-__all__ = ["register", "make", "available", "get", "describe"]
+__all__ = [
+    "DEFAULT",
+    "SEPARATOR",
+    "Entry",
+    "register",
+    "make",
+    "available",
+    "namespaces",
+    "get",
+    "entry",
+    "entries",
+    "parameters",
+    "describe",
+    "split_name",
+]
 
-_REGISTRY: dict[str, type] = {}
+#: The namespace of plain names: the real mechanisms.
+DEFAULT = "default"
+#: Separates a namespace from a name: ``"zoo/rnm_laplace_value"``.
+SEPARATOR = "/"
 
 T = TypeVar("T", bound=type)
 
 
-def register(name: str) -> Callable[[T], T]:
-    """Class decorator: register a frozen mechanism dataclass under ``name``."""
+@dataclass(frozen=True, eq=False)
+class Entry:
+    """One registered mechanism class: ``namespace``, plain ``name``, the class and its metadata."""
+
+    namespace: str
+    name: str
+    cls: type
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def qualified(self) -> str:
+        """``name`` in the default namespace, ``namespace/name`` elsewhere."""
+        return self.name if self.namespace == DEFAULT else f"{self.namespace}{SEPARATOR}{self.name}"
+
+    @property
+    def summary(self) -> str:
+        """First line of the class docstring."""
+        doc = (inspect.getdoc(self.cls) or "").strip().splitlines()
+        return doc[0] if doc else ""
+
+
+_REGISTRY: dict[tuple[str, str], Entry] = {}
+
+
+def _check_namespace(namespace: Any) -> str:
+    if not isinstance(namespace, str) or not namespace or SEPARATOR in namespace:
+        raise ValueError(f"namespace must be a non-empty string without {SEPARATOR!r}, got {namespace!r}")
+    return namespace
+
+
+def split_name(name: Any, namespace: str | None = None) -> tuple[str, str]:
+    """(namespace, plain name) of ``name``: ``"zoo/x"`` -> ("zoo", "x"); a plain name is in
+    ``namespace`` (default :data:`DEFAULT`). A qualified name that contradicts ``namespace`` raises."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"mechanism name must be a non-empty string, got {name!r}")
+    if SEPARATOR in name:
+        ns, plain = name.split(SEPARATOR, 1)
+        if namespace is not None and namespace != ns:
+            raise ValueError(f"mechanism name {name!r} is in namespace {ns!r}, not {namespace!r}")
+        return _check_namespace(ns), plain
+    return _check_namespace(DEFAULT if namespace is None else namespace), name
+
+
+def register(name: str, *, namespace: str = DEFAULT, **meta: Any) -> Callable[[T], T]:
+    """Class decorator: register a frozen mechanism dataclass as ``name`` in ``namespace``.
+
+    Sets the class attributes ``name`` (the plain name) and ``namespace``; ``meta`` is stored
+    with the entry (e.g. ``broken=True, twin="laplace"`` in the zoo).
+    """
+    ns, plain = split_name(name, namespace)
 
     def deco(cls: T) -> T:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"{cls.__name__} must be a dataclass to be registered")
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"mechanism name {name!r} is already registered by {_REGISTRY[name].__name__}")
-        cls.name = name  # type: ignore[attr-defined]
-        _REGISTRY[name] = cls
+        old = _REGISTRY.get((ns, plain))
+        if old is not None and old.cls is not cls:
+            raise ValueError(f"mechanism name {plain!r} is already registered in namespace {ns!r} by {old.cls.__name__}")
+        cls.name = plain  # type: ignore[attr-defined]
+        cls.namespace = ns  # type: ignore[attr-defined]
+        _REGISTRY[(ns, plain)] = Entry(ns, plain, cls, dict(meta))
         return cls
 
     return deco
 
 
-def available() -> list[str]:
-    """Sorted names of every registered mechanism."""
-    return sorted(_REGISTRY)
+def namespaces() -> list[str]:
+    """Sorted namespaces that hold at least one mechanism."""
+    return sorted({ns for ns, _ in _REGISTRY})
 
 
-def get(name: str) -> type:
-    """The class registered under ``name``; ``ValueError`` listing the accepted names otherwise."""
+def available(namespace: str | None = DEFAULT) -> list[str]:
+    """Sorted plain names of the mechanisms of ``namespace`` (default: the real mechanisms).
+
+    ``namespace=None`` lists every mechanism of every namespace by qualified name.
+    """
+    if namespace is None:
+        return sorted(e.qualified for e in _REGISTRY.values())
+    ns = _check_namespace(namespace)
+    return sorted(n for s, n in _REGISTRY if s == ns)
+
+
+def entry(name: str, namespace: str | None = None) -> Entry:
+    """The :class:`Entry` of ``name``; ``ValueError`` listing the accepted names otherwise."""
+    ns, plain = split_name(name, namespace)
     try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown mechanism {name!r}; accepted: {', '.join(available())}") from None
+        return _REGISTRY[(ns, plain)]
+    except KeyError:
+        names = available(ns)
+        what = "mechanism" if ns == DEFAULT else f"{ns} mechanism"
+        close = difflib.get_close_matches(plain, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        elsewhere = sorted(e.qualified for (s, n), e in _REGISTRY.items() if n == plain and s != ns)
+        also = f"; {' and '.join(map(repr, elsewhere))} exists in another namespace" if elsewhere else ""
+        raise ValueError(f"unknown {what} {plain!r}{hint}{also}; accepted: {', '.join(names)}") from None
 
 
-def parameters(name: str) -> dict[str, Any]:
+def entries(namespace: str | None = DEFAULT) -> list[Entry]:
+    """The entries of ``namespace`` sorted by name (every namespace when None)."""
+    if namespace is None:
+        return sorted(_REGISTRY.values(), key=lambda e: (e.namespace, e.name))
+    return [_REGISTRY[(namespace, n)] for n in available(namespace)]
+
+
+def get(name: str, namespace: str | None = None) -> type:
+    """The class registered as ``name``; ``ValueError`` listing the accepted names otherwise."""
+    return entry(name, namespace).cls
+
+
+def parameters(name: str, namespace: str | None = None) -> dict[str, Any]:
     """Constructor parameters of ``name`` with their defaults (``inspect.Parameter.empty`` if required)."""
-    cls = get(name)
+    cls = get(name, namespace)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if not f.init:
@@ -57,36 +168,37 @@ def parameters(name: str) -> dict[str, Any]:
     return out
 
 
-def make(name: str, **params: Any) -> Any:
-    """Build the mechanism registered as ``name`` with ``params``.
+def make(name: str, /, *, namespace: str | None = None, **params: Any) -> Any:
+    """Build the mechanism registered as ``name`` (``"namespace/name"`` or ``namespace=``) with ``params``.
 
     Unknown names and unknown or missing parameters raise ``ValueError`` listing what is accepted;
     invalid values raise the mechanism's own ``ValueError``.
     """
-    cls = get(name)
-    accepted = parameters(name)
+    e = entry(name, namespace)
+    accepted = parameters(e.name, e.namespace)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ValueError(
-            f"{name}: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted)}"
+            f"{e.qualified}: unknown parameter(s) {', '.join(unknown)}; accepted: {', '.join(accepted)}"
         )
     missing = [p for p, d in accepted.items() if d is inspect.Parameter.empty and p not in params]
     if missing:
-        raise ValueError(f"{name}: missing required parameter(s) {', '.join(missing)}; accepted: {', '.join(accepted)}")
-    return cls(**params)
+        raise ValueError(
+            f"{e.qualified}: missing required parameter(s) {', '.join(missing)}; accepted: {', '.join(accepted)}"
+        )
+    return e.cls(**params)
 
 
-def describe(name: str) -> str:
+def describe(name: str, namespace: str | None = None) -> str:
     """One paragraph for ``dpharness list``: parameters, example claim, first docstring line."""
-    cls = get(name)
+    e = entry(name, namespace)
     ps = []
-    for p, d in parameters(name).items():
+    for p, d in parameters(e.name, e.namespace).items():
         ps.append(p if d is inspect.Parameter.empty else f"{p}={d!r}")
-    doc = (inspect.getdoc(cls) or "").strip().splitlines()
-    head = doc[0] if doc else ""
     try:
-        mech, _ = cls.example()
-        claim = f"{mech.claim}  [example: {', '.join(f'{k}={v!r}' for k, v in mech.params().items() if k in ('epsilon', 'delta', 'noise', 'sensitivity', 'monotone'))}]"
-    except NotImplementedError:
+        mech, _ = e.cls.example()
+        shown = ("epsilon", "delta", "noise", "sensitivity", "monotone")
+        claim = f"{mech.claim}  [example: {', '.join(f'{k}={v!r}' for k, v in mech.params().items() if k in shown)}]"
+    except (NotImplementedError, AttributeError):
         claim = "(no example)"
-    return f"{name}\n    {head}\n    parameters: {', '.join(ps)}\n    claim: {claim}"
+    return f"{e.qualified}\n    {e.summary}\n    parameters: {', '.join(ps)}\n    claim: {claim}"

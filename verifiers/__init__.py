@@ -19,6 +19,7 @@ from .search import search
 from .statistical import audit
 from .verdict import Verdict, Witness
 from .wrap import WrappedMechanism, wrap
+from . import zoo  # registers the zoo's mechanisms in the registry namespace "zoo"  # noqa: E402,F401
 
 __all__ = [
     "audit",
