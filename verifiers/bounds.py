@@ -1,9 +1,15 @@
 """Exact binomial confidence bounds and the privacy-loss lower bounds built from them.
 
-Clopper–Pearson (1934) one-sided bounds at level 1 - a:
+The one Clopper–Pearson implementation of dpharness (the verifier and the benchmarks' Monte Carlo
+intervals both use it). C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits
+illustrated in the case of the binomial", Biometrika 26(4), 404-413 (1934): one-sided bounds at
+level 1 - a are Beta quantiles,
 
 * lower(k, n) = Beta(a; k, n - k + 1) quantile, 0 when k = 0;
-* upper(k, n) = Beta(1 - a; k + 1, n - k) quantile, 1 when k = n.
+* upper(k, n) = Beta(1 - a; k + 1, n - k) quantile, 1 when k = n,
+
+computed with :func:`scipy.special.betaincinv` (the inverse regularised incomplete beta function,
+i.e. ``scipy.stats.beta.ppf``); :func:`cp_interval` is the two-sided interval.
 
 With k = 0 the upper bound is 1 - a^(1/n) (≈ ln(1/a)/n), and with k = n the lower bound is a^(1/n):
 both are computed in closed form with ``expm1``/``exp`` so that nothing is lost to rounding. These
@@ -41,7 +47,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-__all__ = ["cp_lower", "cp_upper", "epsilon_lower_bound", "delta_lower_bound", "blind_delta", "check_alpha",
+__all__ = ["cp_lower", "cp_upper", "cp_interval", "epsilon_lower_bound", "delta_lower_bound", "blind_delta", "check_alpha",
            "poisson_lower", "poisson_upper", "conditional_epsilon_lower", "poisson_epsilon_lower",
            "poisson_delta_lower"]
 
@@ -93,6 +99,15 @@ def cp_upper(k: Any, n: Any, alpha: Any) -> np.ndarray | float:
     if mid.any():
         out[mid] = special.betaincinv(k_[mid] + 1.0, n_[mid] - k_[mid], 1.0 - a_[mid])
     return float(out) if out.ndim == 0 else out
+
+
+def cp_interval(k: Any, n: Any, confidence: float = 0.95) -> tuple[Any, Any]:
+    """Two-sided exact Clopper–Pearson interval at ``confidence``: (cp_lower(k, n, a/2),
+    cp_upper(k, n, a/2)) with a = 1 - confidence; equals
+    ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method="exact")``."""
+    conf = check_alpha(confidence, "confidence")
+    half = (1.0 - conf) / 2.0
+    return cp_lower(k, n, half), cp_upper(k, n, half)
 
 
 def epsilon_lower_bound(

@@ -32,6 +32,20 @@ def test_clopper_pearson_matches_scipy_and_statsmodels(k, n, alpha):
     assert up == pytest.approx(up_sm, rel=1e-10, abs=1e-300)
 
 
+@pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (17, 500), (250, 500)])
+def test_cp_interval_is_the_two_sided_exact_interval(k, n):
+    lo, up = bounds.cp_interval(k, n, 0.95)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert lo == pytest.approx(ci.low, rel=1e-9, abs=1e-11)
+    assert up == pytest.approx(ci.high, rel=1e-9, abs=1e-11)
+    # the Beta-quantile definition (Clopper & Pearson 1934), via scipy.stats.beta.ppf
+    if 0 < k < n:
+        assert lo == pytest.approx(stats.beta.ppf(0.025, k, n - k + 1), rel=1e-12)
+        assert up == pytest.approx(stats.beta.ppf(0.975, k + 1, n - k), rel=1e-12)
+    with pytest.raises(ValueError, match="confidence"):
+        bounds.cp_interval(k, n, 1.5)
+
+
 def test_clopper_pearson_vectorised_and_closed_forms():
     k = np.array([0, 5, 10])
     lo = bounds.cp_lower(k, 10, 0.05)
