@@ -14,7 +14,10 @@ short tasks, so tasks are sent to workers in chunks. The dispatch order interlea
 list (a golden-ratio sequence), so every chunk is a representative sample of the sweep and the
 chunks cost about the same; with ``chunk_size=None`` the size grows from 1 (at most 4x per step)
 towards about :data:`CHUNK_SECONDS` of measured task time, and shrinks near the end so the last
-chunks balance across workers. ``chunk_size=N`` fixes it.
+chunks balance across workers. ``chunk_size=N`` fixes it. Short runs stay in one process: with
+loky workers not yet running, the first :data:`PROBE_SECONDS` of tasks run in the main process,
+and if spreading the rest over the workers would save less than starting them costs
+(:data:`STARTUP_SECONDS`), the run finishes there (the manifest records ``jobs: 1`` and why).
 
 Persistence and resume. The worker that ran a chunk writes its records at once as one atomic
 ``tasks/chunk-<hash>.json`` (parent-side for an external dask scheduler, whose workers may not
