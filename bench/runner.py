@@ -219,10 +219,10 @@ def execute_chunk(kind: str, spec: Any, tasks: list[Task], root_seed: int, run_i
     that finished are still saved and returned.
     """
     main = threading.current_thread() is threading.main_thread()
-    if main and parent_pid is not None and os.getpid() != parent_pid:
+    if (main and parent_pid is not None and os.getpid() != parent_pid
+            and signal.getsignal(signal.SIGINT) is not _task_signal):
         # A worker process (loky): Ctrl-C interrupts its task, and is only noted between chunks.
-        if signal.getsignal(signal.SIGINT) is not _task_signal:
-            signal.signal(signal.SIGINT, _task_signal)
+        signal.signal(signal.SIGINT, _task_signal)
     if main:
         _SIG["run"] = run_id
     records: list[dict] = []
@@ -231,7 +231,7 @@ def execute_chunk(kind: str, spec: Any, tasks: list[Task], root_seed: int, run_i
     try:
         for task in tasks:
             now = time.monotonic()
-            if run_id in _STOPPED or (stop_path is not None and now - checked > 0.2 and _exists(stop_path)):
+            if run_id in _STOPPED or (stop_path is not None and now - checked > 0.2 and os.path.exists(stop_path)):
                 interrupted = True
                 break
             if stop_path is not None and now - checked > 0.2:
@@ -254,10 +254,6 @@ def execute_chunk(kind: str, spec: Any, tasks: list[Task], root_seed: int, run_i
     if run_id in _STOPPED:
         interrupted = True
     return {"records": records, "saved": saved, "interrupted": interrupted}
-
-
-def _exists(path: str) -> bool:
-    return os.path.exists(path)
 
 
 # -- chunking ----------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from dpharness.bench.results import (
     RunFolderBusy,
     RunLock,

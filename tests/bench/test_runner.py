@@ -14,7 +14,6 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
-
 from dpharness.bench import runner
 from dpharness.bench.experiments import median_accuracy
 from dpharness.bench.plots import cmd_plot
@@ -297,7 +296,6 @@ def test_failing_task_becomes_error_row_and_is_retried(baseline, tmp_path, monke
 
 def test_every_task_failing_exits_1_with_a_manifest_and_no_traceback(tmp_path, monkeypatch, capsys):
     import yaml
-
     from dpharness.bench.cli import main
 
     def oom(spec, task, rng):
@@ -320,7 +318,6 @@ def test_every_task_failing_exits_1_with_a_manifest_and_no_traceback(tmp_path, m
 
 def test_failing_summary_is_one_message_exit_1_and_recorded(tmp_path, monkeypatch, capsys):
     import yaml
-
     from dpharness.bench.cli import main
 
     def broken(spec, results):
@@ -357,7 +354,6 @@ def test_failing_plot_is_recorded_and_the_run_resumes_to_complete(tmp_path, monk
 
 def test_clipped_points_in_the_manifest_and_the_cli_output(tmp_path, monkeypatch, capsys):
     import yaml
-
     from dpharness.bench.cli import main
 
     real = median_accuracy.run_task
@@ -418,9 +414,8 @@ def test_plot_command_rebuilds_figures(baseline, capsys):
 
 
 def test_cli_run_prints_table_and_reports_config_errors(tmp_path, capsys):
-    from dpharness.bench.cli import main
-
     import yaml
+    from dpharness.bench.cli import main
 
     cfg = tmp_path / "small.yaml"
     cfg.write_text(yaml.safe_dump(SMALL), encoding="utf-8")
@@ -468,7 +463,7 @@ def test_spread_order_is_a_permutation_whose_windows_cover_the_sweep():
     order = spread_order(1000)
     # any 10 consecutive dispatches land in at least 7 of the 10 tenths of the task list (a
     # contiguous cut would hit 1 or 2)
-    for i in range(0, 991):
+    for i in range(991):
         assert len(set(order[i:i + 10] // 100)) >= 7
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from dpharness.bench.results import TaskStore
 
 ROOT = Path(__file__).resolve().parents[2]
