@@ -1,5 +1,7 @@
 """The mechanism contract: privacy claims, input validation and the shared helpers.
 
+(The contract as typing Protocols, for type hints and the verifier: :mod:`mechanisms.contracts`.)
+
 Every mechanism in dpharness is a small frozen dataclass with
 
 * ``claim`` -- a :class:`PrivacyClaim` (epsilon, delta, neighbour relation);

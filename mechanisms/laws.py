@@ -431,12 +431,21 @@ class GridRunsLaw:
         lp = self.log_pmf_offset(r, np.where(inside, k - self.first[r], 0))
         return np.where(inside, lp, -np.inf)
 
+    def _as_index(self, kf: np.ndarray) -> np.ndarray:
+        """Float grid indices as int64, clipped to one step beyond the runs first: every index
+        outside [first[0], end) behaves alike, and a far output (x = 1e300) must not overflow the
+        cast."""
+        lo = float(self.first[0]) - 1.0
+        hi = float(np.max(self.first + self.count)) + 1.0
+        return np.clip(kf, lo, hi).astype(np.int64)
+
     def log_pmf(self, x: Any) -> np.ndarray:
         """log P[X = x]; -inf for points off the grid or outside every run."""
         x = np.asarray(x, dtype=np.float64)
-        k = np.rint((x - self.origin) / self.step)
-        on_grid = np.isclose(self.origin + self.step * k, x, rtol=0, atol=1e-9 * max(1.0, abs(self.step)))
-        k = k.astype(np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            k = np.rint((x - self.origin) / self.step)
+            on_grid = np.isclose(self.origin + self.step * k, x, rtol=0, atol=1e-9 * max(1.0, abs(self.step)))
+        k = self._as_index(k)
         if self.log_ratio is not None:
             return np.where(on_grid, self.log_pmf_index(k), -np.inf)
         r = np.clip(np.searchsorted(self.first, k, side="right") - 1, 0, self.first.size - 1)
@@ -449,7 +458,8 @@ class GridRunsLaw:
         x = np.asarray(x, dtype=np.float64)
         p = np.exp(self.log_mass)
         before = np.concatenate(([0.0], np.cumsum(p)))
-        k = np.floor((x - self.origin) / self.step + 1e-9).astype(np.int64)
+        with np.errstate(over="ignore"):
+            k = self._as_index(np.floor((x - self.origin) / self.step + 1e-9))
         r = np.searchsorted(self.first, k, side="right") - 1
         rc = np.clip(r, 0, self.first.size - 1)
         within = np.clip(k - self.first[rc] + 1, 0, self.count[rc])
@@ -458,6 +468,8 @@ class GridRunsLaw:
         else:
             frac = geometric_cdf(within, np.maximum(self.count[rc], 1), self.log_ratio[rc])
         out = np.where(r < 0, 0.0, before[rc] + p[rc] * frac)
+        # at and beyond the last point of the support the CDF is exactly 1 (not a rounded sum of masses)
+        out = np.where(k >= int(np.max(self.first + self.count)) - 1, 1.0, out)
         return np.clip(out, 0.0, 1.0)
 
     def mean_index(self) -> np.ndarray:

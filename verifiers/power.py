@@ -60,6 +60,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy import stats
 
+from ..mechanisms.contracts import HasDistribution, is_finite
 from . import bounds
 from .events import TAIL_KEEP, THRESHOLD_CAP, finite_candidates, real_candidates, threshold_gap
 from .statistical import ALPHA_SPLITS, DEFAULT_SELECTION, selection_score, shrink_level
@@ -140,7 +141,10 @@ def possible_shrinks(n_sel: int, kind: str, k: int | None = None, atoms: int = 0
 
 def _law_functions(mechanism: Any, data: Any) -> tuple[Callable, list[float]]:
     """(cdf, atoms) of the real output law of ``mechanism`` on ``data``."""
-    if hasattr(mechanism, "cdf") and not hasattr(mechanism, "distribution"):
+    if not isinstance(mechanism, HasDistribution):  # e.g. the zoo's value-releasing RNM: cdf(data, y) only
+        if not callable(getattr(mechanism, "cdf", None)):
+            raise ValueError(f"audit_power needs an exact law: {type(mechanism).__name__} has neither "
+                             "distribution(data) nor cdf(data, y)")
         return (lambda y: np.asarray(mechanism.cdf(data, y), dtype=np.float64)), []
     law = mechanism.distribution(data)
     kind = getattr(law, "law", "")
@@ -315,7 +319,7 @@ def audit_power(mechanism: Any, witness: Any, *, samples: int, alpha: float = 0.
     ``resolution``: grid step in binomial standard deviations of the selection counts."""
     claim = mechanism.claim
     eps, delta = float(claim.epsilon), float(claim.delta)
-    finite = getattr(mechanism, "kind", "real") == "finite"
+    finite = is_finite(mechanism)
     if witness.event.kind not in ("le", "ge", "atom", "set"):
         raise ValueError(f"the witness event must be a threshold, an atom or a finite set, got {witness.event.kind!r}")
     if not (0.0 < eta < 1.0):

@@ -159,7 +159,7 @@ class ZooSSMedian(_Base):
 
 def _interval_mass(law: Any, lo: float, hi: float) -> float:
     """P[lo <= Y <= hi] for a location-scale or point-mass law."""
-    if getattr(law, "law", "") == "grid_runs":
+    if isinstance(law, GridRunsLaw):
         v = float(law.values(law.first[0]))
         return 1.0 if lo <= v <= hi else 0.0
     below = 0.0 if lo == -math.inf else float(law.cdf(np.nextafter(lo, -np.inf)))

@@ -7,13 +7,10 @@ import pytest
 from scipy import integrate, stats
 
 from dpharness import mechanisms
-from dpharness.mechanisms.continuous import (
-    ContinuousExponential,
-    LaplaceViaExponential,
-    RevenuePrice,
-    expected_linear,
-    mean_in_piece,
-)
+from dpharness.mechanisms.continuous import ContinuousExponential
+from dpharness.mechanisms.expectations import expected_linear, mean_in_piece
+from dpharness.mechanisms.laplace_exponential import LaplaceViaExponential
+from dpharness.mechanisms.revenue import RevenuePrice
 
 PUMPKIN = np.array([1.0, 1.0, 1.0, 3.01])
 

@@ -20,8 +20,8 @@ from scipy import special, stats
 
 from dpharness import mechanisms
 from duff_oracle import counts_to_data, exact_cases
-from dpharness.mechanisms import medians
-from dpharness.mechanisms.duff_utility import DEFINITIONS, duff_cost, quantile_ratio
+from dpharness.mechanisms import median_window, medians
+from dpharness.mechanisms.duff_utility import DEFINITIONS, quantile_ratio
 from dpharness.mechanisms.laws import GridRunsLaw
 
 V, C, NMAX = 5, 9, 7  # BFS box as in test_duff.py: values 0..4 (data and o in 1..3), counts <= 9
@@ -306,7 +306,7 @@ def test_window_proposal_equals_full_law_on_the_window(q, definition):
             for eps in (0.3, 2.0):
                 mech = make(q, epsilon=eps, definition=definition, **grid)
                 law = mech.distribution(x)
-                prop = medians.window_proposal(mech, x, K)
+                prop = median_window.window_proposal(mech, x, K)
                 nw = prop.nwin
                 j0 = int(np.searchsorted(law.first, prop.lo[0]))
                 sl = slice(j0, j0 + nw)
@@ -338,10 +338,10 @@ def test_windowed_sampler_with_rejections_matches_exact_law(q, definition, eps):
     # the smallest K whose envelope regions hold at most half the proposal mass (each outer
     # proposal costs O(n), so a looser envelope only makes the test slower)
     K = next(k for k in (4, 5, 6, 8, 10, 12, 14, 17, 20, 24, 28, 34, 40, 48, 56, 80)
-             if medians.window_proposal(mech, x, k).outside_fraction() <= 0.5)
-    prop = medians.window_proposal(mech, x, K)
+             if median_window.window_proposal(mech, x, k).outside_fraction() <= 0.5)
+    prop = median_window.window_proposal(mech, x, K)
     assert prop.outside_fraction() > 0.005  # >= 100 outer proposals: the rejection path is used
-    draws = medians._sample_window(mech, x, 20000, np.random.default_rng(5), K, max_outside=None)
+    draws = median_window._sample_window(mech, x, 20000, np.random.default_rng(5), K, max_outside=None)
     grid = lower + np.arange(600_001, dtype=np.float64)
     k = np.rint(draws - lower).astype(np.int64)
     np.testing.assert_array_equal(lower + k, draws)
@@ -407,9 +407,9 @@ def test_billion_point_grid_costs_o_n(grid, monkeypatch):
     assert law.first.nbytes + law.count.nbytes + law.log_mass.nbytes <= 24 * (2 * x.size + 1)
     assert math.isfinite(medians.expected_abs_error(mech, x))
     ref = mech.sample_reference(x, size=1000, rng=np.random.default_rng(1))
-    K = medians._window_half_width(x.size, 0.5, 0.5, 1000)
+    K = median_window._window_half_width(x.size, 0.5, 0.5, 1000)
     assert K is not None
-    prop = medians.window_proposal(mech, x, K)
+    prop = median_window.window_proposal(mech, x, K)
     assert prop.lo.size == prop.width.size == prop.log_weight.size <= 2 * (2 * K + 1) + 2
 
     def boom(self, data):

@@ -15,7 +15,7 @@ from scipy import special, stats
 
 from dpharness import mechanisms
 from duff_oracle import counts_to_data, exact_cases
-from dpharness.mechanisms import medians
+from dpharness.mechanisms import duff_utility, median_window, medians
 from dpharness.mechanisms.duff_utility import (
     DEFINITIONS,
     cost_lower_bound_left,
@@ -125,10 +125,10 @@ def test_reference_median_formulas():
     # gap forms (E = 0, L = i, G = n - i)
     for n in range(1, 40):
         i = np.arange(n + 1)
-        np.testing.assert_array_equal(medians.gap_costs(n, 1, 2, "set"), np.abs(n - 2 * i))
-        np.testing.assert_array_equal(medians.gap_costs(n, 1, 2, "lower"),
+        np.testing.assert_array_equal(duff_utility.gap_costs(n, 1, 2, "set"), np.abs(n - 2 * i))
+        np.testing.assert_array_equal(duff_utility.gap_costs(n, 1, 2, "lower"),
                                       1 + np.maximum.reduce([0 * i, 2 * i - n, n - 2 * i - 1]))
-        np.testing.assert_array_equal(medians.gap_costs(n, 1, 2, "upper"),
+        np.testing.assert_array_equal(duff_utility.gap_costs(n, 1, 2, "upper"),
                                       1 + np.maximum.reduce([0 * i, 2 * i - n - 1, n - 2 * i]))
 
 
@@ -168,7 +168,7 @@ def test_envelope_bounds_are_lower_bounds():
             # the bounds are tight on the gaps (E = 0) that the windowed sampler leaves outside
             n_gap = 2000
             i = np.arange(n_gap + 1)
-            cg = medians.gap_costs(n_gap, a, b, definition)
+            cg = duff_utility.gap_costs(n_gap, a, b, definition)
             lb = np.array([max(cost_lower_bound_left(n_gap, k, a, b), cost_lower_bound_right(n_gap, k, a, b))
                            for k in i])
             assert np.all(cg >= lb - 1e-9) and np.all(cg <= lb + 2)
@@ -273,7 +273,7 @@ def test_window_proposal_equals_full_law_on_the_window(q, definition):
             for eps in (0.3, 2.0):
                 mech = make(q, epsilon=eps, definition=definition)
                 law = mech.distribution(x)
-                prop = medians.window_proposal(mech, x, K)
+                prop = median_window.window_proposal(mech, x, K)
                 s, t, nw = prop.s, prop.t, prop.nwin
                 assert nw == t - s
                 np.testing.assert_array_equal(prop.lo[:nw], law.edges[s:t])
@@ -309,7 +309,7 @@ def test_rank_window_is_exact_on_adversarial_orders(n):
     for name, x in orders.items():
         ref = np.sort(x)
         for s, t in ranks:
-            np.testing.assert_array_equal(medians._rank_window(x, s, t), ref[s - 1:t], err_msg=name)
+            np.testing.assert_array_equal(median_window._rank_window(x, s, t), ref[s - 1:t], err_msg=name)
 
 
 CASES_SAMPLER = [
@@ -331,10 +331,10 @@ def test_windowed_sampler_with_rejections_matches_exact_law(q, definition, eps):
     law = mech.distribution(x)
     # The smallest K whose envelope regions hold at most 85% of the proposal mass: smaller K makes
     # the loose envelope dominate and acceptance so rare that the test would take hours.
-    K = next(k for k in (8, 10, 12, 14, 17, 20, 24, 28, 34, 40, 48, 56, 80) if medians.window_proposal(mech, x, k).outside_fraction() <= 0.85)
-    prop = medians.window_proposal(mech, x, K)
+    K = next(k for k in (8, 10, 12, 14, 17, 20, 24, 28, 34, 40, 48, 56, 80) if median_window.window_proposal(mech, x, k).outside_fraction() <= 0.85)
+    prop = median_window.window_proposal(mech, x, K)
     assert prop.outside_fraction() > 0.005  # >= 100 outer proposals: the rejection path is exercised
-    draws = medians._sample_window(mech, x, 20000, np.random.default_rng(5), K, max_outside=None)
+    draws = median_window._sample_window(mech, x, 20000, np.random.default_rng(5), K, max_outside=None)
     stat, thr, bins = chi2_on_pieces(law.log_mass, piece_index(law, draws))
     assert bins >= 8 and stat <= thr, (stat, thr, bins)
     assert stats.kstest(draws, law.cdf).pvalue >= ALPHA

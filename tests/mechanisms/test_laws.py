@@ -155,16 +155,16 @@ def test_piecewise_expected_abs_error_matches_quadrature():
             if c > a
         )
         assert abs(law.expected_abs_error(truth) - want) < 1e-9
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(NotImplementedError, match="piecewise-constant"):
         make_piecewise("slopes").expected_abs_error(0.0)
 
 
 def test_piecewise_rejects_bad_edges():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="non-decreasing"):
         PiecewiseDensity.from_log_density([0.0, 1.0, 0.5], [0.0, 0.0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="one more entry"):
         PiecewiseDensity.from_log_density([0.0, 1.0], [0.0, 0.0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no mass"):
         PiecewiseDensity.from_log_density([0.0, 0.0, 0.0], [0.0, 0.0])
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from dpharness import mechanisms
-from dpharness.mechanisms import smooth_sensitivity as ss
+from dpharness.mechanisms import median_sensitivity as msens
 from dpharness.mechanisms.laws import LocationScaleLaw
 
 RELATIONS = ("replace_one", "add_remove")
@@ -39,10 +39,10 @@ def _random_dataset(rng, n, lower, upper):
 def _all_paths(x, beta, lower, upper, rel):
     """(public, forced windowed path with tiny first window + bracket selection, full sorted D&C)."""
     xv = np.asarray(x, dtype=np.float64)
-    public = ss.median_smooth_sensitivity(xv, beta, lower, upper, rel)
-    windowed = ss._median_and_sensitivity(xv, beta, lower, upper, rel, k0=2, small_n=0, sample_size=8)[1]
-    z = ss._padded_full(xv, lower, upper)
-    full = ss._sensitivity_sorted(z, xv.size, beta, upper - lower, rel)
+    public = msens.median_smooth_sensitivity(xv, beta, lower, upper, rel)
+    windowed = msens._median_and_sensitivity(xv, beta, lower, upper, rel, k0=2, small_n=0, sample_size=8)[1]
+    z = msens._padded_full(xv, lower, upper)
+    full = msens._sensitivity_sorted(z, xv.size, beta, upper - lower, rel)
     return public, windowed, full
 
 
@@ -53,7 +53,7 @@ def test_fast_paths_equal_pair_formula_small(rel):
         n = int(rng.integers(1, 40))
         x = _random_dataset(rng, n, 0.0, 10.0)
         beta = float(rng.choice(BETAS))
-        oracle = ss._smooth_sensitivity_pairs(x, beta, 0.0, 10.0, rel)
+        oracle = msens._smooth_sensitivity_pairs(x, beta, 0.0, 10.0, rel)
         assert _all_paths(x, beta, 0.0, 10.0, rel) == (oracle, oracle, oracle), (rel, n, beta, x)
 
 
@@ -64,7 +64,7 @@ def test_fast_paths_equal_pair_formula_large(rel):
     for n in sizes:
         for beta in (0.01, 0.1, 1.0):
             x = _random_dataset(rng, n, -10.0, 10.0)
-            oracle = ss._smooth_sensitivity_pairs(x, beta, -10.0, 10.0, rel)
+            oracle = msens._smooth_sensitivity_pairs(x, beta, -10.0, 10.0, rel)
             assert _all_paths(x, beta, -10.0, 10.0, rel) == (oracle, oracle, oracle), (n, beta)
 
 
@@ -75,13 +75,13 @@ def test_windowed_path_equals_full_sort_on_larger_data(k0):
     rng = np.random.default_rng(11)
     n = 40_001
     for beta, data in ((0.05, rng.standard_normal(n)), (0.3, rng.integers(-3, 4, n).astype(float))):
-        z = ss._padded_full(data, -10.0, 10.0)
+        z = msens._padded_full(data, -10.0, 10.0)
         m = (n + 1) // 2
         for rel in RELATIONS:
-            ref = ss._sensitivity_sorted(z, n, beta, 20.0, rel)
-            med, s = ss._median_and_sensitivity(data, beta, -10.0, 10.0, rel, k0=k0, sample_size=512)
+            ref = msens._sensitivity_sorted(z, n, beta, 20.0, rel)
+            med, s = msens._median_and_sensitivity(data, beta, -10.0, 10.0, rel, k0=k0, sample_size=512)
             assert (med, s) == (z[m], ref)
-            assert ss.median_smooth_sensitivity(data, beta, -10.0, 10.0, rel) == ref
+            assert msens.median_smooth_sensitivity(data, beta, -10.0, 10.0, rel) == ref
 
 
 def test_select_sorted_exact_under_adversarial_orders():
@@ -96,7 +96,7 @@ def test_select_sorted_exact_under_adversarial_orders():
         ref = np.sort(x)
         before = x.copy()
         for q0, q1 in ((0, 5), (n // 2 - 40, n // 2 + 40), (n - 7, n - 1), (9_000, 9_000), (0, n - 1)):
-            got = ss._select_sorted(x, q0, q1, sample_size=sample)
+            got = msens._select_sorted(x, q0, q1, sample_size=sample)
             np.testing.assert_array_equal(got, ref[q0 : q1 + 1])
         np.testing.assert_array_equal(x, before)  # input untouched
 
@@ -106,14 +106,14 @@ def test_clipping_commutes_and_nothing_dropped():
     x = rng.normal(0, 20, size=301)
     xc = np.clip(x, -5.0, 5.0)
     for rel in RELATIONS:
-        assert ss.median_smooth_sensitivity(x, 0.2, -5, 5, rel) == ss.median_smooth_sensitivity(xc, 0.2, -5, 5, rel)
-    assert ss.clipped_lower_median(x, -5, 5) == np.sort(xc)[150]
+        assert msens.median_smooth_sensitivity(x, 0.2, -5, 5, rel) == msens.median_smooth_sensitivity(xc, 0.2, -5, 5, rel)
+    assert msens.clipped_lower_median(x, -5, 5) == np.sort(xc)[150]
     # Out-of-range records count: three records far below move the median to the bound.
-    assert ss.clipped_lower_median([-100.0, -50.0, -60.0, 7.0], 0.0, 10.0) == 0.0
+    assert msens.clipped_lower_median([-100.0, -50.0, -60.0, 7.0], 0.0, 10.0) == 0.0
 
 
 def test_lower_median_convention_even_n():
-    assert ss.clipped_lower_median([1.0, 2.0, 3.0, 4.0], 0, 10) == 2.0
+    assert msens.clipped_lower_median([1.0, 2.0, 3.0, 4.0], 0, 10) == 2.0
     law = mechanisms.make("smooth_sensitivity_median", epsilon=1, lower=0, upper=10).distribution([4.0, 1.0, 3.0, 2.0])
     assert law.loc == 2.0
 
@@ -176,7 +176,7 @@ def test_smooth_sensitivity_equals_brute_force_on_tiny_universes(rel):
                 x = rng.integers(0, top + 1, size=n)
                 beta = float(rng.choice((0.05, 0.3, 0.7, 1.5)))
                 brute = _brute_smooth_sensitivity(x, beta, top, rel)
-                fast = ss.median_smooth_sensitivity(x.astype(float), beta, 0, top, rel)
+                fast = msens.median_smooth_sensitivity(x.astype(float), beta, 0, top, rel)
                 assert math.isclose(fast, brute, rel_tol=1e-12, abs_tol=0), (rel, top, sorted(x), beta, fast, brute)
                 cases += 1
     assert cases == 120
@@ -188,14 +188,14 @@ def test_local_sensitivity_equals_brute_force(rel):
     for n in range(1, 6):
         for t in itertools.combinations_with_replacement(values, n):
             brute = max(abs(_lower_median(t) - _lower_median(s)) for s in _neighbours(t, tuple(values), rel))
-            assert ss.median_local_sensitivity(np.array(t, float), 0, 4, rel) == brute, (rel, t)
+            assert msens.median_local_sensitivity(np.array(t, float), 0, 4, rel) == brute, (rel, t)
 
 
 def test_local_sensitivity_zoo_witness():
     # docs/verifier.md, "The zoo": LS = 0 at [0, 5, 5, 5, 10] on [0, 10], positive at its neighbour.
     for rel in RELATIONS:
-        assert ss.median_local_sensitivity([0, 5, 5, 5, 10], 0, 10, rel) == 0.0
-    assert ss.median_local_sensitivity([0, 5, 5, 10, 10], 0, 10, "replace_one") == 5.0
+        assert msens.median_local_sensitivity([0, 5, 5, 5, 10], 0, 10, rel) == 0.0
+    assert msens.median_local_sensitivity([0, 5, 5, 10, 10], 0, 10, "replace_one") == 5.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -228,8 +228,8 @@ def test_beta_smooth_across_neighbours(formula, relation):
         x = _random_dataset(rng, n, 0.0, 10.0)
         y = _random_neighbour(rng, x, relation, 0.0, 10.0)
         beta = float(rng.choice(BETAS))
-        sx = ss.median_smooth_sensitivity(x, beta, 0, 10, formula)
-        sy = ss.median_smooth_sensitivity(y, beta, 0, 10, formula)
+        sx = msens.median_smooth_sensitivity(x, beta, 0, 10, formula)
+        sy = msens.median_smooth_sensitivity(y, beta, 0, 10, formula)
         bound = math.exp(beta) * (1 + 1e-12)
         assert sx <= bound * sy and sy <= bound * sx, (x, y, beta, sx, sy)
         attained += max(sx / sy, sy / sx) > math.exp(beta) * (1 - 1e-9)
@@ -242,10 +242,10 @@ def test_local_below_smooth_and_add_remove_below_replace_one():
         n = int(rng.integers(1, 50))
         x = _random_dataset(rng, n, 0.0, 10.0)
         beta = float(rng.choice(BETAS))
-        s_ro = ss.median_smooth_sensitivity(x, beta, 0, 10, "replace_one")
-        s_ar = ss.median_smooth_sensitivity(x, beta, 0, 10, "add_remove")
-        assert ss.median_local_sensitivity(x, 0, 10, "replace_one") <= s_ro
-        assert ss.median_local_sensitivity(x, 0, 10, "add_remove") <= s_ar <= s_ro
+        s_ro = msens.median_smooth_sensitivity(x, beta, 0, 10, "replace_one")
+        s_ar = msens.median_smooth_sensitivity(x, beta, 0, 10, "add_remove")
+        assert msens.median_local_sensitivity(x, 0, 10, "replace_one") <= s_ro
+        assert msens.median_local_sensitivity(x, 0, 10, "add_remove") <= s_ar <= s_ro
 
 
 # ------------------------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ def test_distribution_centre_scale_and_bounds(noise, delta, rel, clip):
     law = mech.distribution(x)
     assert isinstance(law, LocationScaleLaw) and law.noise == noise
     assert law.loc == np.sort(np.clip(x, -5, 5))[50]
-    s = ss.median_smooth_sensitivity(x, mech.beta, -5, 5, rel)
+    s = msens.median_smooth_sensitivity(x, mech.beta, -5, 5, rel)
     assert law.scale == mech.noise_factor * s / 0.8
     assert (law.lower, law.upper) == ((-5.0, 5.0) if clip else (None, None))
 
@@ -286,7 +286,7 @@ def test_scale_stays_positive_when_smooth_bound_underflows():
     # 10^5 identical records: S* = e^{-beta * ~5e4} * gap underflows to 0 in floating point; the
     # constant floor keeps a valid (still beta-smooth) positive scale.
     x = np.full(100_001, 2.0)
-    assert ss.median_smooth_sensitivity(x, 1.0, 0, 10) == 0.0
+    assert msens.median_smooth_sensitivity(x, 1.0, 0, 10) == 0.0
     law = mechanisms.make("smooth_sensitivity_median", epsilon=1, lower=0, upper=10).distribution(x)
     assert law.loc == 2.0 and 0 < law.scale < 1e-300
 
@@ -462,17 +462,17 @@ def test_bad_data_rejected(data, match):
         with pytest.raises(ValueError, match=match):
             mech.sample(data, size=3, rng=0)
     with pytest.raises(ValueError, match=match):
-        ss.median_smooth_sensitivity(data, 0.1, 0, 1)
+        msens.median_smooth_sensitivity(data, 0.1, 0, 1)
     with pytest.raises(ValueError, match=match):
-        ss.median_local_sensitivity(data, 0, 1)
+        msens.median_local_sensitivity(data, 0, 1)
 
 
 def test_public_functions_reject_bad_arguments():
     with pytest.raises(ValueError, match="beta"):
-        ss.median_smooth_sensitivity([1.0], 0.0, 0, 1)
+        msens.median_smooth_sensitivity([1.0], 0.0, 0, 1)
     with pytest.raises(ValueError, match="neighbours"):
-        ss.median_smooth_sensitivity([1.0], 0.1, 0, 1, neighbours="swap")
+        msens.median_smooth_sensitivity([1.0], 0.1, 0, 1, neighbours="swap")
     with pytest.raises(ValueError, match="lower"):
-        ss.median_smooth_sensitivity([1.0], 0.1, 1, 1)
+        msens.median_smooth_sensitivity([1.0], 0.1, 1, 1)
     with pytest.raises(ValueError, match="neighbours"):
-        ss.median_local_sensitivity([1.0], 0, 1, neighbours="bit")
+        msens.median_local_sensitivity([1.0], 0, 1, neighbours="bit")

@@ -125,7 +125,7 @@ def test_wrap_and_audit_reject_bad_input():
         verifiers.audit(ok, 0.0, 1.0, samples=100, alpha=0.0, rng=1)
     with pytest.raises(ValueError, match="rng"):
         verifiers.audit(ok, 0.0, 1.0, samples=100, rng=-3)
-    with pytest.raises(ValueError):  # not neighbours: |0 - 5| > sensitivity 1
+    with pytest.raises(ValueError, match="not value neighbours.*exceeds the sensitivity"):  # |0 - 5| > 1
         verifiers.audit(ok, 0.0, 5.0, samples=100, rng=1)
     with pytest.raises(ValueError, match="budget"):
         verifiers.search(ok, budget=3, rng=1)
@@ -146,7 +146,7 @@ def test_neighbour_relations():
     assert verifiers.are_neighbours([0, 4], [1, 3], sl) and not verifiers.are_neighbours([0, 4], [2, 4], sl)
     sm = PrivacyClaim(1.0, neighbours="score_monotone", sensitivity=1.0)
     assert not verifiers.are_neighbours([0, 4], [1, 3], sm) and verifiers.are_neighbours([0, 4], [1, 5], sm)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not score_linf neighbours: an entry moves by 2"):
         verifiers.check_neighbours([0, 4], [2, 4], sl)
     # every generated pair is legal under the declared relation
     for name in zoo.available():

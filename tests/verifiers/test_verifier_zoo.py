@@ -47,7 +47,7 @@ def test_every_broken_mechanism_has_a_budget_and_a_twin():
         e = zoo.get(name)
         assert e.twin in zoo.available(broken=False)
         m = zoo.make(name)
-        assert m.true_epsilon > m.claim.epsilon or m.claim.delta > 0
+        assert m.true_epsilon > m.claim.epsilon  # every positive control really is broken
         w = m.witness()
         assert verifiers.are_neighbours(w.d1, w.d2, m.claim)
 
@@ -164,7 +164,10 @@ def test_tight_control_bound_approaches_claim():
     # Laplace at exactly epsilon: the bound is close to 1 (T5 asks 0.93 at 10^4 per dataset).
     m = zoo.make("laplace", epsilon=1.0)
     v = verifiers.audit(m, 0.0, 1.0, samples=10000, alpha=0.05, rng=12)
-    assert 0.85 < v.epsilon_lower <= 1.0 + 1e-9 or v.violated  # a violation here has probability <= 0.05
+    # A certified bound above the true epsilon (1) has probability <= alpha = 0.05 by construction;
+    # with this fixed seed the audit gives 0.92, so both sides of the check are meaningful.
+    assert not v.violated
+    assert 0.85 < v.epsilon_lower <= 1.0
     assert v.epsilon_estimate == pytest.approx(1.0, abs=0.1)
 
 
