@@ -65,7 +65,12 @@ class Entry:
         return doc[0] if doc else ""
 
 
-_REGISTRY: dict[tuple[str, str], Entry] = {}
+#: namespace -> {plain name -> class}. ``_REGISTRY`` is the default namespace's table (the
+#: registry's original name -> class dict, which tests may patch to swap in a degraded class).
+_REGISTRY: dict[str, type] = {}
+_SPACES: dict[str, dict[str, type]] = {DEFAULT: _REGISTRY}
+#: (namespace, name) -> metadata given at registration.
+_META: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def _check_namespace(namespace: Any) -> str:
@@ -98,12 +103,14 @@ def register(name: str, *, namespace: str = DEFAULT, **meta: Any) -> Callable[[T
     def deco(cls: T) -> T:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"{cls.__name__} must be a dataclass to be registered")
-        old = _REGISTRY.get((ns, plain))
-        if old is not None and old.cls is not cls:
-            raise ValueError(f"mechanism name {plain!r} is already registered in namespace {ns!r} by {old.cls.__name__}")
+        table = _SPACES.setdefault(ns, {})
+        old = table.get(plain)
+        if old is not None and old is not cls:
+            raise ValueError(f"mechanism name {plain!r} is already registered in namespace {ns!r} by {old.__name__}")
         cls.name = plain  # type: ignore[attr-defined]
         cls.namespace = ns  # type: ignore[attr-defined]
-        _REGISTRY[(ns, plain)] = Entry(ns, plain, cls, dict(meta))
+        table[plain] = cls
+        _META[(ns, plain)] = dict(meta)
         return cls
 
     return deco
@@ -111,7 +118,11 @@ def register(name: str, *, namespace: str = DEFAULT, **meta: Any) -> Callable[[T
 
 def namespaces() -> list[str]:
     """Sorted namespaces that hold at least one mechanism."""
-    return sorted({ns for ns, _ in _REGISTRY})
+    return sorted(ns for ns, table in _SPACES.items() if table)
+
+
+def _entry(ns: str, plain: str) -> Entry:
+    return Entry(ns, plain, _SPACES[ns][plain], _META.get((ns, plain), {}))
 
 
 def available(namespace: str | None = DEFAULT) -> list[str]:
@@ -120,31 +131,32 @@ def available(namespace: str | None = DEFAULT) -> list[str]:
     ``namespace=None`` lists every mechanism of every namespace by qualified name.
     """
     if namespace is None:
-        return sorted(e.qualified for e in _REGISTRY.values())
-    ns = _check_namespace(namespace)
-    return sorted(n for s, n in _REGISTRY if s == ns)
+        return sorted(_entry(ns, n).qualified for ns, table in _SPACES.items() for n in table)
+    return sorted(_SPACES.get(_check_namespace(namespace), {}))
 
 
 def entry(name: str, namespace: str | None = None) -> Entry:
     """The :class:`Entry` of ``name``; ``ValueError`` listing the accepted names otherwise."""
     ns, plain = split_name(name, namespace)
-    try:
-        return _REGISTRY[(ns, plain)]
-    except KeyError:
-        names = available(ns)
-        what = "mechanism" if ns == DEFAULT else f"{ns} mechanism"
-        close = difflib.get_close_matches(plain, names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        elsewhere = sorted(e.qualified for (s, n), e in _REGISTRY.items() if n == plain and s != ns)
-        also = f"; {' and '.join(map(repr, elsewhere))} exists in another namespace" if elsewhere else ""
-        raise ValueError(f"unknown {what} {plain!r}{hint}{also}; accepted: {', '.join(names)}") from None
+    if plain in _SPACES.get(ns, {}):
+        return _entry(ns, plain)
+    names = available(ns)
+    what = "mechanism" if ns == DEFAULT else f"{ns} mechanism"
+    close = difflib.get_close_matches(plain, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    elsewhere = sorted(_entry(s, plain).qualified for s, table in _SPACES.items() if s != ns and plain in table)
+    also = f"; {' and '.join(map(repr, elsewhere))} exists in another namespace" if elsewhere else ""
+    if not names:
+        raise ValueError(f"unknown {what} {plain!r}{also}: no mechanism is registered in namespace {ns!r} "
+                         "(the zoo registers when dpharness.verifiers is imported)")
+    raise ValueError(f"unknown {what} {plain!r}{hint}{also}; accepted: {', '.join(names)}")
 
 
 def entries(namespace: str | None = DEFAULT) -> list[Entry]:
     """The entries of ``namespace`` sorted by name (every namespace when None)."""
     if namespace is None:
-        return sorted(_REGISTRY.values(), key=lambda e: (e.namespace, e.name))
-    return [_REGISTRY[(namespace, n)] for n in available(namespace)]
+        return [_entry(ns, n) for ns in sorted(_SPACES) for n in sorted(_SPACES[ns])]
+    return [_entry(namespace, n) for n in available(namespace)]
 
 
 def get(name: str, namespace: str | None = None) -> type:
