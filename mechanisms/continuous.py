@@ -7,14 +7,15 @@ log-mass (log-sum-exp, log1p/expm1 forms in :mod:`mechanisms.laws`) and the outp
 inverse CDF inside the piece. Nothing is ever exponentiated from raw utilities, so
 epsilon * utility ranges of 1e6 and more are safe.
 
-* ``continuous_exponential`` (this module) -- the exponential mechanism on [lower, upper] for a utility given
-  piece by piece (docs/mechanisms.md, "continuous_exponential");
-* ``revenue_price`` (:mod:`mechanisms.revenue`) -- the pumpkin auction, Dwork & Roth, Example 3.5 (docs/mechanisms.md, "revenue_price");
-* ``laplace_via_exponential`` (:mod:`mechanisms.laplace_exponential`) -- u = -|f(D) - r|, which yields a Laplace density
-  (docs/mechanisms.md, "laplace_via_exponential").
+* ``continuous_exponential`` (this module) -- the exponential mechanism on [lower, upper] for a
+  utility given piece by piece (docs/mechanisms.md, "continuous_exponential");
+* ``revenue_price`` (:mod:`mechanisms.revenue`) -- the pumpkin auction, Dwork & Roth, Example 3.5
+  (docs/mechanisms.md, "revenue_price");
+* ``laplace_via_exponential`` (:mod:`mechanisms.laplace_exponential`) -- u = -|f(D) - r|, which
+  yields a Laplace density (docs/mechanisms.md, "laplace_via_exponential").
 
-:func:`mechanisms.expectations.expected_linear` gives E[u(X)] exactly for a utility that is linear on the pieces of a
-:class:`~mechanisms.laws.PiecewiseDensity` (used for the exact mean revenue loss).
+:func:`mechanisms.expectations.expected_linear` gives E[u(X)] exactly for a utility that is linear
+on the pieces of a :class:`~mechanisms.laws.PiecewiseDensity` (used for the exact mean revenue loss).
 """
 
 from __future__ import annotations

@@ -247,8 +247,8 @@ class DuffMedian(_Duff):
         T = lower median x_(ceil(n/2)) (default), upper median x_(floor(n/2)+1), or the set of
         medians (o with at most n/2 records on each side).
     domain : {"continuous", "integers", "grid"}
-        Output base measure (module docstring). A base measure with atoms at the data values would
-        not be DP; the grid depends on (lower, upper, step) only. On a discrete domain records are
+        Output base measure (module docstring; :mod:`mechanisms.domains`). A base measure with
+        atoms at the data values would not be DP; the grid depends on (lower, upper, step) only. On a discrete domain records are
         snapped to the nearest grid point (ties up) after clipping: a data-independent transform.
     step : float, optional
         Grid step h for ``domain="grid"`` (lower and upper must be multiples of h; at most 2^53

@@ -78,15 +78,17 @@ class SmoothSensitivityMedian(Mechanism):
     Neighbour relation (the claim):
 
     * ``sensitivity="replace_one"`` (default, the paper's choice): S* is NRS07's replace-one formula
-      with padding (module docstring); the claim is replace-one, the relation NRS07 proves it for.
+      with padding (:mod:`mechanisms.median_sensitivity`); the claim is replace-one, the relation
+      NRS07 proves it for.
       The same mechanism is also (epsilon, delta)-DP under add/remove (non-empty datasets): the
       add/remove local sensitivity is one of the two gaps next to x_m, hence <= S*; and if
       y = x + {v} the interlacing x_{p-1} <= y_p <= x_p maps each replace-one window (i, j) of x to
       the window (i, j+1) of y and each window (i, j) of y to (i-1, j) of x, both containing the
       other median rank, so A^(k) of either is <= A^(k+1) of the other and S*(x) <= e^beta S*(y)
       both ways. The tests check this numerically; the claim records only replace-one.
-    * ``sensitivity="add_remove"``: S is the exact add/remove smooth sensitivity (smaller; module
-      docstring); claim add/remove. It is NOT smooth with the same beta under replace-one.
+    * ``sensitivity="add_remove"``: S is the exact add/remove smooth sensitivity (smaller;
+      :mod:`mechanisms.median_sensitivity`); claim add/remove. It is NOT smooth with the same beta
+      under replace-one.
 
     ``distribution(data)`` gives the exact output law (centre, scale, noise, clipping atoms), so the
     privacy loss of any pair of datasets can be computed exactly. The smooth bound is floored at
