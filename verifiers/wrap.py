@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
-from ..mechanisms.contracts import OUTPUT_KINDS
+from ..mechanisms.contracts import OUTPUT_KINDS, OutputKind
 
 __all__ = ["wrap", "WrappedMechanism"]
 
@@ -24,7 +24,7 @@ class WrappedMechanism:
 
     fn: Callable[[Any, int, np.random.Generator], Any] = field(repr=False)
     claim: PrivacyClaim
-    kind: str = "real"
+    kind: OutputKind = "real"
     name: str = ""
     attributes: dict = field(default_factory=dict)
 
@@ -61,7 +61,7 @@ class WrappedMechanism:
 
 
 def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, delta: float = 0.0,
-         neighbours: str = "add_remove", kind: str = "real", sensitivity: float | None = None,
+         neighbours: str = "add_remove", kind: OutputKind = "real", sensitivity: float | None = None,
          name: str = "", attributes: dict | None = None) -> WrappedMechanism:
     """Make ``fn(data, size, rng) -> np.ndarray`` auditable by :func:`verifiers.audit` / ``search``.
 

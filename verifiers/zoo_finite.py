@@ -102,16 +102,16 @@ class ZooRNMLaplace(_Base):
         return rng.laplace(size=shape) if self._noise == "laplace" else rng.exponential(size=shape)
 
     def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
-        q = check_scores(data)
+        q = check_scores(data, "data")
         shape, n = _n(size)
         y = q[None, :] + self.scale * self._noise_draw(as_rng(rng), (n, q.size))
         return _shape(np.argmax(y, axis=1), shape)
 
     def support(self, data: Any) -> np.ndarray:
-        return np.arange(check_scores(data).size)
+        return np.arange(check_scores(data, "data").size)
 
     def log_prob(self, data: Any) -> np.ndarray:
-        return rnm_index_log_prob(check_scores(data), self._noise, self.scale)
+        return rnm_index_log_prob(check_scores(data, "data"), self._noise, self.scale)
 
     def witness(self) -> ZooWitness:
         s = self.sensitivity
@@ -162,13 +162,13 @@ class ZooRNMSharedNoise(ZooRNMLaplace):
     """
 
     def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
-        q = check_scores(data)
+        q = check_scores(data, "data")
         shape, n = _n(size)
         z = self.scale * as_rng(rng).laplace(size=(n, 1))
         return _shape(np.argmax(q[None, :] + z, axis=1), shape)
 
     def log_prob(self, data: Any) -> np.ndarray:
-        q = check_scores(data)
+        q = check_scores(data, "data")
         lp = np.full(q.size, -np.inf)
         lp[int(np.argmax(q))] = 0.0
         return lp
@@ -195,7 +195,7 @@ class ZooPermuteAndFlip(ZooRNMLaplace):
     _noise: ClassVar[str] = "exponential"
 
     def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
-        q = check_scores(data)
+        q = check_scores(data, "data")
         shape, n = _n(size)
         g = as_rng(rng)
         k = q.size
@@ -236,10 +236,10 @@ class ZooEM(_Base):
         return 2.0 * self._half * self.epsilon
 
     def support(self, data: Any) -> np.ndarray:
-        return np.arange(check_scores(data).size)
+        return np.arange(check_scores(data, "data").size)
 
     def log_prob(self, data: Any) -> np.ndarray:
-        u = check_scores(data)
+        u = check_scores(data, "data")
         lw = self._half * self.epsilon * u / self.sensitivity
         return lw - special.logsumexp(lw)
 

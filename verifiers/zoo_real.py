@@ -120,7 +120,7 @@ class ZooRNMLaplaceValue(_Base):
         return self.k * self.sensitivity / self.scale if self._noise == "laplace" else math.inf
 
     def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
-        q = check_scores(data)
+        q = check_scores(data, "data")
         shape, n = _n(size)
         g = as_rng(rng)
         z = g.laplace(size=(n, q.size)) if self._noise == "laplace" else g.exponential(size=(n, q.size))
@@ -128,7 +128,7 @@ class ZooRNMLaplaceValue(_Base):
 
     def cdf(self, data: Any, y: Any) -> np.ndarray:
         """Exact P[output <= y] = prod_i F((y - q_i)/b)."""
-        q = check_scores(data)
+        q = check_scores(data, "data")
         y = np.asarray(y, dtype=np.float64)
         x = (y[..., None] - q) / self.scale
         F = _lap_cdf(x) if self._noise == "laplace" else _exp_cdf(x)
