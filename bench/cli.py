@@ -18,7 +18,7 @@ _COMMANDS = {
     "list": ("dpharness.bench.cli", "cmd_list"),
     "run": ("dpharness.bench.runner", "cmd_run"),
     "validate": ("dpharness.bench.config", "cmd_validate"),
-    "plot": ("dpharness.bench.plots", "cmd_plot"),
+    "plot": ("dpharness.bench.commands.plot", "cmd_plot"),
     "audit": ("dpharness.bench.audits.cli", "cmd_audit"),
     "regress": ("dpharness.bench.regress.cli", "cmd_regress"),
     "bench": ("dpharness.bench.perf.cli", "cmd_bench"),

@@ -1,10 +1,11 @@
-"""Figures: plain functions of a results/summary table (Agg backend), and ``dpharness plot RUN_DIR``.
+"""Figures: plain functions of a results/summary table (Agg backend), and what ``dpharness plot`` draws.
 
 Plots are rebuilt from ``results.csv`` alone (plus the run's resolved ``config.yaml``), so a figure
 can always be regenerated or restyled without rerunning anything. ``dpharness plot`` refuses a
 folder whose ``results.csv`` lacks tasks of its config (a truncated or edited file would draw a
 partial figure that looks complete) and, unless ``--out DIR`` is given, a committed regression
-baseline under ``results/baselines/`` (figures are not part of a baseline).
+baseline under ``results/baselines/`` (figures are not part of a baseline). The command's
+handler, which prints, is :func:`dpharness.bench.commands.plot.cmd_plot`.
 
 Log axes and exact zeros. An error that is exactly 0 (a discrete output that hit the truth in every
 draw) has no place on a log axis. It is drawn at a *floor* one decade below the smallest positive
@@ -14,11 +15,9 @@ legend says so. Values in between are never drawn at the floor (it is below all 
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["slug", "line_plot", "panel_plot", "zero_floor", "rebuild_figures", "check_run_folder",
-           "is_baseline", "PlotInputError", "cmd_plot"]
+           "is_baseline", "PlotInputError", "draw_figures"]
 
 #: Marker of a value that is exactly zero, drawn at the floor of a log axis.
 ZERO_MARKER = "v"
@@ -375,7 +374,8 @@ def check_run_folder(run_dir: Path) -> tuple[Any, pd.DataFrame, dict]:
     return cfg, results, manifest
 
 
-def _draw(cfg: Any, results: pd.DataFrame, fig_dir: Path) -> list[Path]:
+def draw_figures(cfg: Any, results: pd.DataFrame, fig_dir: Path) -> list[Path]:
+    """Summarize ``results`` with the run's kind and draw its figures into ``fig_dir`` (created)."""
     summary = cfg.module.summarize(cfg.spec, results)
     fig_dir.mkdir(parents=True, exist_ok=True)
     return list(cfg.module.plot(cfg.spec, results, summary.table, fig_dir))
@@ -385,49 +385,4 @@ def rebuild_figures(run_dir: Path, out: Path | None = None) -> list[Path]:
     """Recompute the summary from ``results.csv`` and redraw the figures into ``out`` (default
     ``run_dir/figures``), after :func:`check_run_folder`."""
     cfg, results, _ = check_run_folder(Path(run_dir))
-    return _draw(cfg, results, Path(out) if out is not None else Path(run_dir) / "figures")
-
-
-def _out_dir(out: str) -> Path:
-    """The --out folder, created if missing; PlotInputError when it cannot be written."""
-    import os
-
-    p = Path(out)
-    if p.exists() and not p.is_dir():
-        raise PlotInputError(f"--out {out}: is not a directory")
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PlotInputError(f"--out {out}: cannot create it ({exc.strerror or exc})") from None
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise PlotInputError(f"--out {out}: is not writable")
-    return p
-
-
-def cmd_plot(args: argparse.Namespace) -> int:
-    """``dpharness plot RUN_DIR [--out DIR]``: rebuild a run's figures from its results.csv."""
-    from .config import ConfigError
-
-    run_dir = Path(args.run_dir)
-    out = getattr(args, "out", None)
-    try:
-        cfg, results, _ = check_run_folder(run_dir)
-        if out is None and is_baseline(run_dir):
-            raise PlotInputError(f"RUN_DIR {run_dir}: is a committed regression baseline (results/baselines/), "
-                                 "which holds no figures; pass --out DIR to write the figures elsewhere")
-        fig_dir = _out_dir(out) if out is not None else run_dir / "figures"
-        errors = int((results["status"] != "ok").sum()) if "status" in results else 0
-        if errors:
-            print(f"note: {errors} row(s) of {run_dir / 'results.csv'} are failed tasks (status=error); "
-                  "the figures show the cells that finished, as the run did", file=sys.stderr)
-        try:
-            paths = _draw(cfg, results, fig_dir)
-        except OSError as exc:
-            where = f"--out {out}" if out is not None else str(fig_dir)
-            raise PlotInputError(f"{where}: cannot write the figures ({exc.strerror or exc})") from None
-    except (PlotInputError, ConfigError) as exc:
-        print(f"dpharness plot: {exc}", file=sys.stderr)
-        return 2
-    for p in paths:
-        print(p)
-    return 0
+    return draw_figures(cfg, results, Path(out) if out is not None else Path(run_dir) / "figures")

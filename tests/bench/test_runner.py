@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from dpharness.bench import runner
 from dpharness.bench.experiments import median_accuracy
-from dpharness.bench.plots import cmd_plot
+from dpharness.bench.commands.plot import cmd_plot
 from dpharness.bench.results import RunLock, TaskStore
 from dpharness.bench.runner import ChunkPlan, RunError, run, spread_order
 from dpharness.bench.tasks import Task
