@@ -17,7 +17,7 @@ from .. import __version__
 _COMMANDS = {
     "list": ("dpharness.bench.cli", "cmd_list"),
     "run": ("dpharness.bench.runner", "cmd_run"),
-    "validate": ("dpharness.bench.config", "cmd_validate"),
+    "validate": ("dpharness.bench.commands.validate", "cmd_validate"),
     "plot": ("dpharness.bench.commands.plot", "cmd_plot"),
     "audit": ("dpharness.bench.audits.cli", "cmd_audit"),
     "regress": ("dpharness.bench.regress.cli", "cmd_regress"),
