@@ -16,7 +16,7 @@ from .. import __version__
 # sub-command -> (module, function); the function takes the parsed args and returns an exit code.
 _COMMANDS = {
     "list": ("dpharness.bench.cli", "cmd_list"),
-    "run": ("dpharness.bench.runner", "cmd_run"),
+    "run": ("dpharness.bench.commands.run", "cmd_run"),
     "validate": ("dpharness.bench.commands.validate", "cmd_validate"),
     "plot": ("dpharness.bench.commands.plot", "cmd_plot"),
     "audit": ("dpharness.bench.audits.cli", "cmd_audit"),
