@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list every registered mechanism with its parameters and privacy claim")
 
     r = sub.add_parser("run", help="run an experiment config (YAML) and write a run folder")
-    r.add_argument("config", metavar="CONFIG")
+    r.add_argument("config", metavar="CONFIG", help="experiment config (YAML), e.g. configs/duff_table1.yaml")
     r.add_argument("--jobs", type=int, default=1, help="parallel workers (results do not depend on it)")
     r.add_argument("--backend", choices=["loky", "threading", "dask"], default="loky")
     r.add_argument("--scheduler", metavar="ADDRESS", default=None, help="dask scheduler address")
@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tasks per chunk sent to a worker (default: sized automatically; results do not depend on it)")
 
     v = sub.add_parser("validate", help="check configs (including building every mechanism) without running")
-    v.add_argument("configs", nargs="+", metavar="CONFIG")
+    v.add_argument("configs", nargs="+", metavar="CONFIG",
+                   help="experiment or audit configs (YAML); every mistake of each file is listed; exit 2 if any is invalid")
 
     pl = sub.add_parser("plot", help="rebuild a run's figures from its results.csv",
                         description="Redraw a finished run's figures from its results.csv and config.yaml "
@@ -56,14 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "folder, a damaged manifest.json, a results.csv missing tasks of the config "
                         "(truncated or edited), and a committed baseline under results/baselines/ "
                         "without --out.")
-    pl.add_argument("run_dir", metavar="RUN_DIR")
+    pl.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (holds config.yaml, manifest.json, results.csv)")
     pl.add_argument("--out", metavar="DIR", default=None,
                     help="write the figures into DIR (created if missing) instead of RUN_DIR/figures; "
                     "required for a committed baseline")
 
     a = sub.add_parser("audit", help="run an audit config (top-level audits:) and report privacy verdicts; "
                        "resumes an interrupted run like `run`")
-    a.add_argument("config", metavar="CONFIG")
+    a.add_argument("config", metavar="CONFIG", help="audit config (YAML with a top-level audits: list), e.g. configs/audit_zoo.yaml")
     a.add_argument("--out", metavar="DIR", default=None, help="parent folder for the run (default results/)")
     a.add_argument("--seed", type=int, default=None, help="override the config's root seed")
     a.add_argument("--jobs", type=int, default=1, help="parallel workers, >= 1 or -1 for all cores "
