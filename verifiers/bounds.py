@@ -16,7 +16,7 @@ both are computed in closed form with ``expm1``/``exp`` so that nothing is lost 
 are what make the verifier's epsilon lower bound uncapped: a point mass seen n times under D and
 never under D' certifies ln(a^(1/n) / (1 - a^(1/n))) ≈ ln(n / ln(1/a)).
 
-Privacy bound (docs/verifier.md, "The bounds"; DP-Sniper's certification step): if event E has
+Privacy bound (docs/auditing.md, "The bounds"; DP-Sniper's certification step): if event E has
 probability p1 under D and p2 under D', (epsilon, delta)-DP requires p1 <= e^epsilon p2 + delta, so
 with L1 <= p1 and U2 >= p2 holding jointly with probability >= 1 - (a1 + a2),
 
@@ -142,7 +142,7 @@ def blind_delta(n: int, alpha: float) -> float:
     """Probability below which an event can go unseen in n draws with probability >= alpha.
 
     This is CP_upper(0, n; alpha) = 1 - alpha**(1/n) ≈ ln(1/alpha)/n: the residual blind spot of any
-    black-box test with n samples per dataset (docs/verifier.md, "Power and blind spots").
+    black-box test with n samples per dataset (docs/auditing.md, "Power and blind spots").
     """
     return float(cp_upper(0, n, alpha))
 

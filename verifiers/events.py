@@ -1,6 +1,6 @@
 """Events: the sets of outputs whose probabilities under D and D' the verifier compares.
 
-docs/verifier.md, "Event families": one-sided thresholds anywhere *including the tails* (every distinct
+docs/auditing.md, "Event families": one-sided thresholds anywhere *including the tails* (every distinct
 observed value near both ends), intervals and their complements, atoms (exact output values, e.g.
 clipping bounds or a mechanism that forgot its noise), support events ("seen under D, never under
 D'", which are thresholds at the extremes or atoms), and for finite output sets every output and the

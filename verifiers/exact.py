@@ -1,6 +1,6 @@
 """Exact privacy loss of one dataset pair, from the mechanism's exact output law.
 
-docs/verifier.md, "Exact mode". Works on
+docs/auditing.md, "Exact mode". Works on
 
 * finite mechanisms (``support(data)`` / ``log_prob(data)``);
 * ``distribution(data)`` laws of :mod:`mechanisms.laws`: ``"piecewise"`` (log-linear pieces),

@@ -1,5 +1,5 @@
 """Neighbouring dataset pairs: legality checks and generators per family
-(docs/verifier.md, "Neighbour relations and pair generators").
+(docs/auditing.md, "Neighbour relations and pair generators").
 
 The declared relation (``claim.neighbours``) decides what a legal pair is:
 

@@ -7,7 +7,7 @@ the best predicted certified bound among their events (:func:`verifiers.statisti
 on all selection draws accumulated so far), and the better half survives. The single winner
 (pair, event, direction, alpha split) is certified on fresh draws. Every selection decision uses
 only selection draws, so the certified bound is valid at level alpha for the whole search with no
-correction for the number of pairs, events or rounds (docs/verifier.md, "Family-wise error across the search").
+correction for the number of pairs, events or rounds (docs/auditing.md, "Family-wise error across the search").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Statistical audit of one dataset pair: select a witness on one split, certify it on fresh samples.
 
-Procedure (docs/verifier.md, "Select, then certify"):
+Procedure (docs/auditing.md, "Select, then certify"):
 
 1. Draw ``n_sel`` selection samples under each dataset.
 2. Build candidate events from them (:mod:`verifiers.events`) and score every (event, direction)

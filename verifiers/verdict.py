@@ -26,7 +26,7 @@ def format_data(d: Any, limit: int = 12) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Witness:
-    """Everything needed to replay a certification in CI (docs/verifier.md, "API").
+    """Everything needed to replay a certification in CI (docs/auditing.md, "API").
 
     ``direction`` is ``"d1>d2"`` when the bound is on ln P[M(d1) in E] / P[M(d2) in E] and
     ``"d2>d1"`` otherwise. ``counts`` are the certification counts (under d1, under d2) out of

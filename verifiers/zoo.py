@@ -1,7 +1,7 @@
 """The zoo: deliberately broken mechanisms (positive controls) and their correct twins.
 
 A verifier that flags none of these is indistinguishable from a broken one; one that flags a
-correct twin is wrong (docs/verifier.md, "The zoo"). Each entry is a self-contained frozen dataclass
+correct twin is wrong (docs/auditing.md, "The zoo"). Each entry is a self-contained frozen dataclass
 following the mechanism contract (``claim``, ``sample(data, size, rng)``, ``example()``, and an
 exact law where it is easy: ``support``/``log_prob`` or ``distribution``), plus
 

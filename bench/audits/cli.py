@@ -16,9 +16,7 @@ run and no folder is created); 130 when interrupted.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from typing import Any
 
 __all__ = ["cmd_audit"]
 
@@ -34,8 +32,8 @@ def _not_an_audit(path: str, raw: dict) -> str:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     """Entry point of ``dpharness audit``."""
+    from ..commands.run import invoke_run
     from ..config import ConfigError, load_config, read_yaml
-    from ..runner import RunError, run
 
     path = str(args.config)
     jobs = getattr(args, "jobs", 1)
@@ -60,21 +58,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     print(f"audit {cfg.name}: {len(spec.audits)} audits, {n_tasks} tasks, jobs={jobs}, seed={cfg.seed}"
           + (" (quick)" if cfg.quick else ""), file=sys.stderr)
 
-    def _terminate(signum: int, frame: Any) -> None:
-        # `kill` behaves like Ctrl-C: joblib stops its workers instead of leaving them orphaned.
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        res = run(cfg, jobs=jobs, out=getattr(args, "out", None), resume=getattr(args, "resume", None))
-    except (ConfigError, RunError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (NotADirectoryError, FileExistsError, PermissionError) as exc:
-        print(f"error: cannot write the run folder: {exc.strerror}: {exc.filename} (check --out)", file=sys.stderr)
-        return 2
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    res, code = invoke_run(cfg, jobs=jobs, out=getattr(args, "out", None), resume=getattr(args, "resume", None))
+    if res is None:
+        return code
     print(res.summary.text)
     if res.errors:
         print(f"{res.errors} of {res.n_tasks} tasks FAILED (status=error rows in results.csv)")

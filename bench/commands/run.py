@@ -13,43 +13,53 @@ from ..config import ConfigError
 from ..run_result import _one_line
 from ..runner import RunError, run
 
-__all__ = ["cmd_run"]
+__all__ = ["cmd_run", "invoke_run"]
 
 _FATAL_RUN_ERRORS = ("TerminatedWorkerError", "BrokenProcessPool", "MemoryError")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """``dpharness run CONFIG [--jobs N] [--backend B] [--scheduler ADDR] [--out DIR] [--seed S]
-    [--quick] [--resume RUN_DIR] [--chunk-size N]``: print the summary, write the run folder; exit
-    codes in the :mod:`bench.runner` docstring."""
+def invoke_run(config: Any, **kwargs: Any) -> tuple[Any, int | None]:
+    """Call :func:`~dpharness.bench.runner.run` the way every command does and turn its failures
+    into one printed message: ``(RunResult, None)`` on success, ``(None, exit code)`` otherwise
+    (2 for a config or usage error, 1 for a run that failed mid-way; finished work is kept)."""
     def _terminate(signum: int, frame: Any) -> None:
         # `kill` behaves like Ctrl-C: finished tasks are saved, workers are stopped, not orphaned.
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        res = run(args.config, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler, out=args.out,
-                  seed=args.seed, quick=args.quick, resume=args.resume, chunk_size=getattr(args, "chunk_size", None))
+        return run(config, **kwargs), None
     except (ConfigError, RunError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return None, 2
     except (NotADirectoryError, FileExistsError, PermissionError) as exc:
         # --out pointing at a file, or an unwritable place: a usage error, not a crash.
         print(f"error: cannot write the run folder: {exc.strerror}: {exc.filename} (check --out)", file=sys.stderr)
-        return 2
+        return None, 2
     except OSError as exc:  # disk full, I/O error: the manifest says failed
         print(f"error: the run failed: {exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}; "
               "finished tasks are saved, re-run the same command to resume", file=sys.stderr)
-        return 1
+        return None, 1
     except Exception as exc:
         if type(exc).__name__ not in _FATAL_RUN_ERRORS:
             raise
         print(f"error: the run failed: {_one_line(exc)}; finished tasks are saved, re-run the same command to "
               "resume", file=sys.stderr)
-        return 1
+        return None, 1
     finally:
         signal.signal(signal.SIGTERM, previous)
         _stop_worker_pool()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``dpharness run CONFIG [--jobs N] [--backend B] [--scheduler ADDR] [--out DIR] [--seed S]
+    [--quick] [--resume RUN_DIR] [--chunk-size N]``: print the summary, write the run folder; exit
+    codes in the :mod:`bench.runner` docstring."""
+    res, code = invoke_run(args.config, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
+                           out=args.out, seed=args.seed, quick=args.quick, resume=args.resume,
+                           chunk_size=getattr(args, "chunk_size", None))
+    if res is None:
+        return code
     if res.summary.text:
         print(res.summary.text)
         print()

@@ -8,7 +8,7 @@ performance benchmark (``dpharness bench``) and audits (``peer:`` mechanisms of 
 * :mod:`bench.peers.wrapped` -- the same samplers wrapped with their documented claims for the
   verifier (:data:`AUDIT_PEERS`, :func:`build`).
 
-Each adapter builds a peer mechanism exactly one way (calls and conventions in docs/peers.md), so
+Each adapter builds a peer mechanism exactly one way (calls and conventions in docs/peer-libraries.md), so
 what ``dpharness bench`` times is what ``dpharness audit`` audits. Nothing is imported at module
 level: a library is imported when a peer is built; when it is missing or broken the benchmark gets
 a :class:`Skipped` (reason + install hint) and an audit gets :class:`PeerUnavailable`.
@@ -114,7 +114,7 @@ def median_peers(
     lower, upper : float
         Data bounds given to every peer.
     epsilon : float
-        Nominal epsilon passed to each peer (their neighbour relations differ; see docs/peers.md).
+        Nominal epsilon passed to each peer (their neighbour relations differ; see docs/peer-libraries.md).
     grid_step : float
         Spacing of OpenDP's candidate grid (it needs one; a coarse grid is an error floor).
 

@@ -2,7 +2,7 @@
 
 * ``tools.median(x, epsilon, bounds=(lower, upper))`` -- the continuous exponential mechanism over
   the gaps of the sorted data, calibrated for replace-one neighbours (under add/remove it is the
-  Duff set-definition EM at epsilon/2; docs/peers.md). Every call gets a *fresh*
+  Duff set-definition EM at epsilon/2; docs/peer-libraries.md). Every call gets a *fresh*
   ``BudgetAccountant``: the default global accountant records every spend, so thousands of calls
   would grow its ledger (and time) without bound.
 * ``mechanisms.Exponential`` / ``mechanisms.PermuteAndFlip`` over a utility vector -- one draw per

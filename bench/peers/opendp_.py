@@ -5,7 +5,7 @@
   is ``lower + step * i`` for ``i = 0 .. round((upper - lower) / step)`` (integer multiples, so the
   candidates do not drift as ``np.arange`` accumulations do).
 * ``make_noisy_max`` with ``max_divergence`` -- permute-and-flip (exponential noise) over a score
-  vector with ``linf`` distance; scale = 2 * sensitivity / epsilon (docs/peers.md).
+  vector with ``linf`` distance; scale = 2 * sensitivity / epsilon (docs/peer-libraries.md).
 
 The epsilon of a sampler is the measurement's own ``map`` of the input distance (1 record, or
 ``sensitivity``). OpenDP draws from the operating system and cannot be seeded: its timings are
@@ -49,7 +49,7 @@ def quantile(lower: float, upper: float, epsilon: float, step: float = 1e-3) -> 
         dp.max_divergence(),
         candidates=grid,
         alpha=0.5,
-        scale=1.0 / epsilon,  # add/remove: epsilon = 1/scale (docs/peers.md)
+        scale=1.0 / epsilon,  # add/remove: epsilon = 1/scale (docs/peer-libraries.md)
     )
 
     def sample(x: Any, draws: int, rng: np.random.Generator) -> np.ndarray:

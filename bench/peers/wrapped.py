@@ -1,5 +1,5 @@
 """Peer mechanisms made auditable: each adapter's sampler wrapped with the claim its library
-documents (docs/peers.md), for ``peer:`` mechanisms of audit configs (``dpharness audit``).
+documents (docs/peer-libraries.md), for ``peer:`` mechanisms of audit configs (``dpharness audit``).
 
 The samplers are the very ones the performance benchmark times (:mod:`bench.peers`), so what is
 audited is what is timed. Claims: the measurement's own epsilon where the peer reports one

@@ -162,14 +162,19 @@ def _check_folder(p: Path, role: str) -> None:
         raise RegressionInputError(f"{where} is not a run folder: it lacks {', '.join(missing)}{hint}")
 
 
-def _read_mapping(p: Path, name: str, role: str) -> dict:
-    where = f"{role} run {str(p.parent)!r}: {name}"
+def _read_text(p: Path, where: str) -> str:
+    """A run file's text; unreadable or non-UTF-8 files are refused naming ``where``."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise RegressionInputError(f"{where} is not UTF-8 text (corrupt file?)") from None
     except OSError as exc:
         raise RegressionInputError(f"{where} cannot be read ({exc.strerror or exc})") from None
+
+
+def _read_mapping(p: Path, name: str, role: str) -> dict:
+    where = f"{role} run {str(p.parent)!r}: {name}"
+    text = _read_text(p, where)
     try:
         data = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
     except json.JSONDecodeError as exc:
@@ -185,12 +190,7 @@ def _read_results(p: Path, role: str) -> pd.DataFrame:
     """``results.csv``, refusing a truncated or corrupt file: not UTF-8, empty, an incomplete last
     line, or a row with another number of fields than the header."""
     where = f"{role} run {str(p.parent)!r}: results.csv"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise RegressionInputError(f"{where} is not UTF-8 text (corrupt file?)") from None
-    except OSError as exc:
-        raise RegressionInputError(f"{where} cannot be read ({exc.strerror or exc})") from None
+    text = _read_text(p, where)
     if not text.strip():
         raise RegressionInputError(f"{where} is empty")
     if not text.endswith("\n"):

@@ -184,7 +184,7 @@ def test_quantile_half_is_the_median():
 
 def test_set_definition_equals_textbook_rank_em_at_two_epsilon():
     """Set-definition Duff at epsilon: gap probabilities of the rank-utility EM u = -|i - n/2|
-    (sensitivity 1, diffprivlib's median) at 2 epsilon (docs/peers.md, "diffprivlib")."""
+    (sensitivity 1, diffprivlib's median) at 2 epsilon (docs/peer-libraries.md, "diffprivlib")."""
     rng = np.random.default_rng(11)
     for n in (1, 2, 7, 50, 301, 1000):
         x = rng.normal(size=n)

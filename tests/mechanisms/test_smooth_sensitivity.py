@@ -192,7 +192,7 @@ def test_local_sensitivity_equals_brute_force(rel):
 
 
 def test_local_sensitivity_zoo_witness():
-    # docs/verifier.md, "The zoo": LS = 0 at [0, 5, 5, 5, 10] on [0, 10], positive at its neighbour.
+    # docs/auditing.md, "The zoo": LS = 0 at [0, 5, 5, 5, 10] on [0, 10], positive at its neighbour.
     for rel in RELATIONS:
         assert msens.median_local_sensitivity([0, 5, 5, 5, 10], 0, 10, rel) == 0.0
     assert msens.median_local_sensitivity([0, 5, 5, 10, 10], 0, 10, "replace_one") == 5.0
@@ -360,7 +360,7 @@ def _laplace_hockey_stick(px, py, eps, grid_size=200_001):
 
 def test_laplace_calibration_hockey_stick():
     # Integer data (ties) make S change by exactly e^beta between neighbours, the case a beta
-    # without the ln(2/delta) factor gets wrong (docs/verifier.md, "The zoo": it gives delta ~0.1 here).
+    # without the ln(2/delta) factor gets wrong (docs/auditing.md, "The zoo": it gives delta ~0.1 here).
     rng = np.random.default_rng(17)
     eps, delta = 2.0, 0.01
     for k in range(60):

@@ -1,4 +1,4 @@
-"""Exact mode (verifiers.exact) against the closed forms of docs/verifier.md and independent
+"""Exact mode (verifiers.exact) against the closed forms of docs/auditing.md and independent
 numerical computations (dense grids, quadrature)."""
 
 import math
@@ -15,7 +15,7 @@ from dpharness.verifiers.exact import canonical, loss_between
 
 
 def test_em_missing_half_closed_form():
-    # docs/verifier.md, "The zoo": u = (0, 4) vs (1, 3): P[r = 0] = 1/(1 + e^4) = 0.0180 vs 1/(1 + e^2) = 0.1192,
+    # docs/auditing.md, "The zoo": u = (0, 4) vs (1, 3): P[r = 0] = 1/(1 + e^4) = 0.0180 vs 1/(1 + e^2) = 0.1192,
     # pair epsilon ln((1 + e^4)/(1 + e^2)) = 1.89.
     m = zoo.make("em_missing_half")
     ex = verifiers.exact(m, [0.0, 4.0], [1.0, 3.0])
@@ -66,7 +66,7 @@ def test_laplace_hockey_stick_closed_form(shift, scale, eps):
 
 
 def test_ss_median_big_beta_closed_form():
-    # docs/verifier.md, "The zoo": same centre, scales b1 < b2 = e^beta b1; delta(eps) = e^{-t/b2} - e^eps e^{-t/b1},
+    # docs/auditing.md, "The zoo": same centre, scales b1 < b2 = e^beta b1; delta(eps) = e^{-t/b2} - e^eps e^{-t/b1},
     # t = (eps + ln(b2/b1)) / (1/b1 - 1/b2); about 0.039 at eps = 1 against a claimed 0.001.
     m = zoo.make("ss_median_big_beta")
     d1, d2 = np.array([10.0, 10, 10, 10]), np.array([0.0, 10, 10, 10])
