@@ -18,7 +18,7 @@ import numpy as np
 from scipy import optimize
 
 from .exact_canonical import Canonical, _grid_atoms, _Piece
-from .exact_grids import compare_grids, same_grid
+from .exact_grids import compare_grids, same_grid, see_atoms
 
 __all__ = ["compare"]
 
@@ -187,15 +187,7 @@ def _compare_atoms(A: Canonical, B: Canonical, acc: _Acc, eps: float | None) -> 
     lb = np.full(u.size, -np.inf)
     la[inv[: va.size]] = A.atom_logp
     lb[inv[va.size:]] = B.atom_logp
-    with np.errstate(invalid="ignore"):
-        fwd = np.where(np.isneginf(la), -np.inf, la - lb)
-        bwd = np.where(np.isneginf(lb), -np.inf, lb - la)
-    for d, arr in ((0, fwd), (1, bwd)):
-        if arr.size:
-            j = int(np.argmax(arr))
-            acc.see(d, float(arr[j]), ("atom", u[j].item() if hasattr(u[j], "item") else u[j]))
-    acc.support[0] |= bool(np.any(np.isfinite(la) & np.isneginf(lb)))
-    acc.support[1] |= bool(np.any(np.isfinite(lb) & np.isneginf(la)))
+    see_atoms(acc, la, lb, lambda j: u[j].item() if hasattr(u[j], "item") else u[j])
     if eps is not None:
         pa, pb = np.exp(la), np.exp(lb)
         acc.delta[0] += float(np.sum(np.maximum(pa - math.exp(eps) * pb, 0.0)))

@@ -17,7 +17,22 @@ import numpy as np
 
 from ..mechanisms.laws import log_geometric_sum
 
-__all__ = ["same_grid", "compare_grids"]
+__all__ = ["same_grid", "compare_grids", "see_atoms"]
+
+
+def see_atoms(acc: Any, la: np.ndarray, lb: np.ndarray, label: Any) -> None:
+    """Feed the accumulator the pointwise log ratios of two atom log-probability arrays (both
+    directions; an atom impossible under the first law gives no loss) and record the atoms that
+    only one law can produce (a support violation, infinite loss). ``label(j)`` names atom j."""
+    with np.errstate(invalid="ignore"):
+        fwd = np.where(np.isneginf(la), -np.inf, la - lb)
+        bwd = np.where(np.isneginf(lb), -np.inf, lb - la)
+    for d, arr in ((0, fwd), (1, bwd)):
+        if arr.size:
+            j = int(np.argmax(arr))
+            acc.see(d, float(arr[j]), ("atom", label(j)))
+    acc.support[0] |= bool(np.any(np.isfinite(la) & np.isneginf(lb)))
+    acc.support[1] |= bool(np.any(np.isfinite(lb) & np.isneginf(la)))
 
 
 def same_grid(g1: Any, g2: Any) -> int | None:
@@ -49,15 +64,7 @@ def compare_grids(g1: Any, g2: Any, acc: Any, eps: float | None) -> None:
     la = per_point(f1, c1, np.asarray(g1.log_mass, np.float64))
     lb = per_point(f2, c2, np.asarray(g2.log_mass, np.float64))
     n = (e - s).astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        fwd = np.where(np.isneginf(la), -np.inf, la - lb)
-        bwd = np.where(np.isneginf(lb), -np.inf, lb - la)
-    for d, arr in ((0, fwd), (1, bwd)):
-        if arr.size:
-            j = int(np.argmax(arr))
-            acc.see(d, float(arr[j]), ("atom", float(g1.values(s[j]))))
-    acc.support[0] |= bool(np.any(np.isfinite(la) & np.isneginf(lb)))
-    acc.support[1] |= bool(np.any(np.isfinite(lb) & np.isneginf(la)))
+    see_atoms(acc, la, lb, lambda j: float(g1.values(s[j])))
     if eps is not None:
         pa, pb = np.exp(la), np.exp(lb)
         acc.delta[0] += float(np.sum(n * np.maximum(pa - math.exp(eps) * pb, 0.0)))
