@@ -52,7 +52,12 @@ __all__ = [
 #: ``score_monotone`` as ``score_linf`` but all scores move in the same direction (counting
 #:                  queries under add/remove);
 #: ``value``        the data is a scalar query answer f(D) that moves by at most the sensitivity;
-#: ``bit``          the data is one private bit that may flip (randomized response).
+#: ``bit``          the data is one private bit that may flip (randomized response);
+#: ``one_differ``   the data is a query-answer vector (e.g. a histogram); neighbours have the same
+#:                  shape and exactly one coordinate moves, by at most the sensitivity (default 1);
+#: ``privacy_unit`` records carry a privacy-unit id (user-level DP); neighbours differ by adding or
+#:                  removing *all* records of one unit, which holds at most ``max_contributions``
+#:                  records (declared on the mechanism; docs/auditing.md, "Neighbour relations").
 NEIGHBOURS: tuple[str, ...] = (
     "add_remove",
     "replace_one",
@@ -60,6 +65,8 @@ NEIGHBOURS: tuple[str, ...] = (
     "score_monotone",
     "value",
     "bit",
+    "one_differ",
+    "privacy_unit",
 )
 
 
@@ -233,11 +240,28 @@ class PrivacyClaim:
     delta: float = 0.0
     neighbours: str = "add_remove"
     sensitivity: float | None = None
+    #: ``privacy_unit`` only: the column holding the unit id (an index into each record, or a
+    #: DataFrame column name) and the most records one unit may hold.
+    unit_column: int | str | None = None
+    max_contributions: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
         check_choice(self.neighbours, "neighbours", NEIGHBOURS)
+        if self.neighbours == "privacy_unit":
+            mc = self.max_contributions
+            if isinstance(mc, bool) or not isinstance(mc, (numbers.Integral, np.integer)) or int(mc) < 1:
+                raise ValueError("privacy_unit neighbours need max_contributions, a positive integer (the most "
+                                 f"records one privacy unit may hold), got {mc!r}")
+            object.__setattr__(self, "max_contributions", int(mc))
+            uc = 0 if self.unit_column is None else self.unit_column
+            if isinstance(uc, bool) or not isinstance(uc, (numbers.Integral, np.integer, str)):
+                raise ValueError(f"unit_column must be a column index or a column name, got {uc!r}")
+            object.__setattr__(self, "unit_column", uc if isinstance(uc, str) else int(uc))
+        elif self.unit_column is not None or self.max_contributions is not None:
+            raise ValueError(f"unit_column and max_contributions belong to privacy_unit neighbours, "
+                             f"not {self.neighbours!r}")
         if self.sensitivity is not None:
             object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
 
@@ -251,6 +275,8 @@ class PrivacyClaim:
         else:
             head = f"(epsilon={self.epsilon:g}, delta={self.delta:g})-DP"
         s = "" if self.sensitivity is None else f", sensitivity={self.sensitivity:g}"
+        if self.neighbours == "privacy_unit":
+            s += f", unit column {self.unit_column!r}, max_contributions={self.max_contributions}"
         return f"{head}, {self.neighbours} neighbours{s}"
 
 

@@ -75,6 +75,9 @@ class Canonical:
 def _atoms_only(values: Any, logp: Any, source: str) -> Canonical:
     v = np.asarray(values)
     lp = np.asarray(logp, dtype=np.float64)
+    if v.ndim >= 2 and lp.ndim == 1 and v.shape[0] == lp.shape[0]:
+        # label rows (top-k sequences, bit vectors): each row is one output, compared as a tuple
+        v = np.fromiter((tuple(r) for r in v.reshape(v.shape[0], -1).tolist()), dtype=object, count=v.shape[0])
     if v.shape != lp.shape or v.ndim != 1:
         raise ValueError(f"support and log_prob must be 1-D and aligned, got shapes {v.shape} and {lp.shape}")
     keep = np.isfinite(lp)

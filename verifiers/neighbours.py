@@ -9,7 +9,11 @@ The declared relation (``claim.neighbours``) decides what a legal pair is:
                     direction (entries equal to -inf must stay -inf);
 ``score_monotone``  as ``score_linf`` with every entry moving in the same direction;
 ``add_remove``      1-D record arrays whose multisets differ by exactly one added record;
-``replace_one``     1-D record arrays of equal size whose multisets differ in one record.
+``replace_one``     1-D record arrays of equal size whose multisets differ in one record;
+``one_differ``      query vectors of one shape, exactly one coordinate moving by at most the
+                    sensitivity (histograms; StatDP's ONE_DIFFER);
+``privacy_unit``    records (2-D array or DataFrame) with a unit-id column; neighbours differ in
+                    all records of one unit, at most ``claim.max_contributions`` of them.
 
 Generators do not search a random box: they build the patterns that break mechanisms --
 ties and far-apart leaders with gap sweeps (in units of sensitivity/epsilon) moved in every
@@ -29,9 +33,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-__all__ = ["Pair", "check_neighbours", "are_neighbours", "pairs_for", "FAMILIES"]
+__all__ = ["Pair", "check_neighbours", "are_neighbours", "pairs_for", "FAMILIES", "unit_records"]
 
-FAMILIES = ("values", "bits", "scores", "records", "labels")
+FAMILIES = ("values", "bits", "scores", "records", "labels", "histograms", "units")
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +95,65 @@ def _why_not(d1: Any, d2: Any, claim: Any) -> str | None:
             return f"replace_one neighbours have equal sizes, got {len(r1)} and {len(r2)}"
         diff = Counter(r1) - Counter(r2)
         return None if sum(diff.values()) <= 1 else f"{sum(diff.values())} records differ (at most 1 allowed)"
+    if rel == "one_differ":
+        a, b = np.asarray(d1, dtype=np.float64), np.asarray(d2, dtype=np.float64)
+        if a.shape != b.shape or a.ndim == 0:
+            return f"one_differ data are query vectors of one shape, got shapes {a.shape} and {b.shape}"
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+            return "one_differ query vectors must be finite"
+        moved = np.flatnonzero(np.abs(b - a) > tol * 1e-3)
+        if moved.size != 1:
+            return f"exactly one coordinate may move, {moved.size} moved"
+        step = float(abs(b.reshape(-1)[moved[0]] - a.reshape(-1)[moved[0]]))
+        return None if step <= sens + tol else f"coordinate {int(moved[0])} moves by {step:g}, more than the sensitivity {sens:g}"
+    if rel == "privacy_unit":
+        return _why_not_units(d1, d2, claim)
     return f"unknown neighbour relation {rel!r}"
+
+
+def unit_records(d: Any, claim: Any, name: str = "data") -> tuple[list[tuple], int]:
+    """The records of a privacy-unit dataset as row tuples, and the index of the unit-id column.
+
+    Accepts a 2-D array (records as rows) or a pandas DataFrame; ``claim.unit_column`` is a column
+    index or, for a DataFrame, a column name."""
+    col = claim.unit_column
+    if hasattr(d, "columns") and hasattr(d, "to_numpy"):
+        if isinstance(col, str):
+            if col not in list(d.columns):
+                raise ValueError(f"{name} has no unit column {col!r}; columns: {list(d.columns)}")
+            col = list(d.columns).index(col)
+        a = d.to_numpy()
+    else:
+        if isinstance(col, str):
+            raise ValueError(f"unit_column {col!r} is a name, but {name} is an array: give a column index")
+        a = np.asarray(d)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be records with a unit-id column (a 2-D array or a DataFrame), got shape {a.shape}")
+    if not 0 <= int(col) < a.shape[1]:
+        raise ValueError(f"unit_column {col} is outside the {a.shape[1]} columns of {name}")
+    return [tuple(r) for r in a.tolist()], int(col)
+
+
+def _why_not_units(d1: Any, d2: Any, claim: Any) -> str | None:
+    try:
+        r1, col = unit_records(d1, claim, "d1")
+        r2, _ = unit_records(d2, claim, "d2")
+    except ValueError as exc:
+        return str(exc)
+    big, small = (r1, r2) if len(r1) > len(r2) else (r2, r1)
+    extra = Counter(big) - Counter(small)
+    if sum(extra.values()) != len(big) - len(small) or not extra:
+        return "the smaller dataset is not the larger one minus the records of one privacy unit"
+    units = {r[col] for r in extra}
+    if len(units) != 1:
+        return f"the records that differ belong to {len(units)} privacy units, not one"
+    u = next(iter(units))
+    if any(r[col] == u for r in small):
+        return f"unit {u!r} keeps records in the smaller dataset: neighbours differ in all records of one unit"
+    n_u = sum(extra.values())
+    if n_u > claim.max_contributions:
+        return f"unit {u!r} holds {n_u} records, more than max_contributions={claim.max_contributions}"
+    return None
 
 
 def are_neighbours(d1: Any, d2: Any, claim: Any) -> bool:
@@ -109,12 +171,26 @@ def check_neighbours(d1: Any, d2: Any, claim: Any) -> None:
 # --------------------------------------------------------------------------------------------
 # generators
 
-def _accepts(mechanism: Any, data: Any) -> bool:
+def _accepts(mechanism: Any, data: Any, failures: list | None = None, label: str = "") -> bool:
+    """Whether the mechanism takes ``data``: ValueError/TypeError/IndexError mean "not a dataset it
+    accepts" (dropped silently); any other exception is a failure on a generated input, dropped
+    and recorded in ``failures`` (reported by the search)."""
     try:
         mechanism.sample(data, size=1, rng=0)
     except (ValueError, TypeError, IndexError):
         return False
+    except Exception as exc:  # noqa: BLE001 - generated inputs may break a mechanism in any way
+        if failures is None:
+            raise
+        failures.append({"pair": label, "error": f"{type(exc).__name__}: {exc}"[:300]})
+        return False
     return True
+
+
+class PairList(list):
+    """The generated pairs, with ``skipped``: the pairs dropped because the mechanism raised on them."""
+
+    skipped: list[dict]
 
 
 def _example_data(mechanism: Any) -> Any:
@@ -272,6 +348,74 @@ def _label_pairs(mechanism: Any) -> list[Pair]:
     return out
 
 
+def _histogram_pairs(mechanism: Any) -> list[Pair]:
+    """one_differ pairs: flat, peaked and example-shaped query vectors, one coordinate moved by
+    the sensitivity in both directions (the leader, a runner-up, an empty bin)."""
+    sens, eps = _unit(mechanism)
+    unit = sens * max(1.0, 1.0 / eps)
+    length = getattr(mechanism, "length", None)
+    ks = [int(length)] if length is not None else [1, 2, 5, 10]
+    bases: list[tuple[np.ndarray, str]] = []
+    ex = _example_data(mechanism)
+    if ex is not None:
+        a = np.asarray(ex, dtype=np.float64)
+        if a.ndim >= 1 and a.size and np.all(np.isfinite(a)):
+            bases.append((a, "example"))
+            ks = sorted(set(ks) | {a.size}) if length is None else ks
+    for k in ks:
+        bases.append((np.zeros(k), f"k={k}, all zero"))
+        bases.append((np.ones(k), f"k={k}, all one"))
+        if k > 1:
+            b = np.zeros(k)
+            b[0] = 4.0 * unit
+            bases.append((b, f"k={k}, one bin far ahead"))
+    out: list[Pair] = []
+    for b, lab in bases:
+        flat = b.reshape(-1)
+        idx = {0: "first", flat.size - 1: "last", int(np.argmax(flat)): "largest"}
+        for i, where in idx.items():
+            for sgn, way in ((1.0, "up"), (-1.0, "down")):
+                e = flat.copy()
+                e[i] += sgn * sens
+                out.append(Pair(b, e.reshape(b.shape), f"{lab}; {where} bin {way}"))
+    return out
+
+
+def _unit_pairs(mechanism: Any) -> list[Pair]:
+    """privacy_unit pairs: records (unit id, value) in a few units; add a unit holding
+    max_contributions records at the bounds / the centre / beyond, or remove the largest unit."""
+    claim = mechanism.claim
+    mc = int(claim.max_contributions)
+    col = claim.unit_column if isinstance(claim.unit_column, int) else 0
+    a, b = _bounds(mechanism)
+    m, w = 0.5 * (a + b), b - a
+
+    def records(units: list[tuple[int, float, int]]) -> np.ndarray:
+        rows = []
+        for u, v, c in units:
+            for _ in range(c):
+                r = [v, v]
+                r[col] = float(u)
+                rows.append(r)
+        return np.array(rows, dtype=np.float64).reshape(-1, 2)
+
+    bases = [([], "empty"), ([(1, m, 1)], "one unit at the centre"),
+             ([(1, a, mc), (2, b, mc)], "two full units at the bounds"),
+             ([(1, m, mc), (2, m, 1), (3, a, 1)], "three units, one full")]
+    out: list[Pair] = []
+    for units, lab in bases:
+        x = records(units)
+        for v, vl in ((a, "lower bound"), (b, "upper bound"), (m, "centre"), (b + w, "beyond the upper bound")):
+            for c in sorted({1, mc}):
+                y = np.concatenate([x, records([(99, v, c)])])
+                out.append(Pair(x, y, f"{lab}; add a unit of {c} record(s) at the {vl}"))
+        if units:
+            big = max(units, key=lambda t: t[2])
+            rest = [t for t in units if t is not big]
+            out.append(Pair(x, records(rest), f"{lab}; remove unit {big[0]} ({big[2]} records)"))
+    return out
+
+
 def _dedupe(pairs: Iterable[Pair]) -> list[Pair]:
     seen: set = set()
     out = []
@@ -294,6 +438,10 @@ def family_of(mechanism: Any) -> str:
         return "bits"
     if rel in ("score_linf", "score_monotone"):
         return "scores"
+    if rel == "one_differ":
+        return "histograms"
+    if rel == "privacy_unit":
+        return "units"
     if getattr(mechanism, "candidates", None) is not None:
         return "labels"
     return "records"
@@ -320,14 +468,23 @@ def pairs_for(mechanism: Any, generator: Any = "auto") -> list[Pair]:
             raw = _score_pairs(mechanism, claim.neighbours == "score_monotone")
         elif fam == "labels":
             raw = _label_pairs(mechanism)
+        elif fam == "histograms":
+            raw = _histogram_pairs(mechanism)
+        elif fam == "units":
+            if claim.neighbours != "privacy_unit":
+                raise ValueError(f"the units generator needs privacy_unit neighbours, the claim says {claim.neighbours!r}")
+            raw = _unit_pairs(mechanism)
         else:
             if claim.neighbours not in ("add_remove", "replace_one"):
                 raise ValueError(f"the records generator needs add_remove or replace_one neighbours, the claim says {claim.neighbours!r}")
             raw = _record_pairs(mechanism, claim.neighbours)
-        keep = [p for p in _dedupe(raw) if are_neighbours(p.d1, p.d2, claim)
-                and _accepts(mechanism, p.d1) and _accepts(mechanism, p.d2)]
+        failures: list[dict] = []
+        keep = PairList(p for p in _dedupe(raw) if are_neighbours(p.d1, p.d2, claim)
+                        and _accepts(mechanism, p.d1, failures, p.label) and _accepts(mechanism, p.d2, failures, p.label))
+        keep.skipped = failures
         if not keep:
-            raise ValueError(f"generator {fam!r} produced no pair that {type(mechanism).__name__} accepts")
+            first = f"; it raised on {failures[0]['pair']}: {failures[0]['error']}" if failures else ""
+            raise ValueError(f"generator {fam!r} produced no pair that {type(mechanism).__name__} accepts{first}")
         return keep
     items = list(generator(mechanism)) if callable(generator) else list(generator)
     out = []

@@ -63,6 +63,10 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     alpha = bounds.check_alpha(alpha)
     check_selection(selection)
     pairs = pairs_for(mechanism, generator)
+    # Pairs the verifier generated may hit inputs the mechanism cannot handle (OverflowError,
+    # IndexError, ...): such a pair is skipped and reported. Pairs the user gave are a contract:
+    # an exception there is the user's to see.
+    generated = isinstance(generator, str) or callable(generator)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)
     finite = is_finite(mechanism)
@@ -77,6 +81,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     alive = list(range(P))
     ys: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in range(P)}
     choices: dict[int, Choice] = {}
+    skipped: list[dict] = list(getattr(pairs, "skipped", []))
     spent = 0
     for r in range(rounds):
         left = rounds - r
@@ -86,13 +91,24 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
             m = max(m, 1)  # sel_budget >= 4P guarantees this fits
         if m < 1:
             break
-        for j in alive:
+        for j in list(alive):
             a, b = ys[j]
-            a.append(draw(mechanism, pairs[j].d1, m, stream(seed, j, SELECT, 0, r)))
-            b.append(draw(mechanism, pairs[j].d2, m, stream(seed, j, SELECT, 1, r)))
-            spent += 2 * m
+            try:
+                a.append(draw(mechanism, pairs[j].d1, m, stream(seed, j, SELECT, 0, r)))
+                spent += m
+                b.append(draw(mechanism, pairs[j].d2, m, stream(seed, j, SELECT, 1, r)))
+                spent += m
+            except Exception as exc:  # noqa: BLE001 - any failure of a generated pair is reported, not fatal
+                if not generated:
+                    raise
+                skipped.append({"pair": pairs[j].label, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                alive.remove(j)
+                continue
             choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
                                      alpha=alpha, delta=dl_c)
+        if not alive:
+            raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
+                             f"{skipped[0]['pair']}: {skipped[0]['error']}")
         if len(alive) > 1 and r < rounds - 1:
             ranked = sorted(alive, key=lambda j: (-choices[j].score, j))
             alive = ranked[: max(1, math.ceil(len(alive) / 2))]
@@ -103,6 +119,9 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     # Certification draws are Poisson(lam) per dataset (exact conditional bounds); lam keeps a
     # 3-sigma margin so that the total stays within the budget with probability > 0.998.
     lam = max(1, int(n_cert - 3.0 * math.sqrt(n_cert)))
-    return certify(mechanism, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,
-                   alpha1=a1, alpha2=a2, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P, label=p.label,
-                   alpha=alpha)
+    v = certify(mechanism, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,
+                alpha1=a1, alpha2=a2, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P, label=p.label,
+                alpha=alpha)
+    if skipped:
+        v.extra["skipped_pairs"] = skipped
+    return v

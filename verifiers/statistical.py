@@ -37,11 +37,12 @@ import numpy as np
 from ..mechanisms.contracts import check_auditable
 from ..mechanisms.contracts import is_finite as _declares_finite
 from . import bounds
-from .events import Candidates, Event, finite_candidates, real_candidates
+from .events import Candidates, Event, finite_candidates, real_candidates, vector_candidates
 from .verdict import Verdict, Witness, summarize
 
 __all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
-           "best_choice", "certify", "detectable_epsilon", "check_samples", "check_selection"]
+           "best_choice", "certify", "detectable_epsilon", "check_samples", "check_selection", "count_draws",
+           "CHUNK_BYTES"]
 
 #: Fraction of the per-dataset samples used to select the witness (the rest certify it).
 DEFAULT_SELECTION = 0.3
@@ -78,23 +79,59 @@ def stream(seed: int, *key: int) -> np.random.Generator:
 SELECT, CERTIFY = 0, 1
 
 
+#: Largest block of outputs held in memory at once while counting certification draws (bytes);
+#: e.g. 10^7 draws of a 20-coordinate float output are counted in blocks of ~400,000 rows.
+CHUNK_BYTES = 64 * 2**20
+#: Rows of the first block, which tells the row width (later blocks are sized from it).
+FIRST_CHUNK = 4096
+
+
 def draw(mechanism: Any, data: Any, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` outputs of ``mechanism`` on ``data`` as a 1-D array (scalar outputs only)."""
+    """``n`` outputs of ``mechanism`` on ``data``, sample axis first: shape ``(n,)`` for scalar
+    outputs, ``(n, d)`` for structured ones (an output of shape ``(d1, d2, ...)`` is flattened
+    to one row of ``d = d1 * d2 * ...`` coordinates; each row is one draw).
+
+    Real rows may hold NaN ("no answer", e.g. sparse vector's bottom) as a legal atom; a NaN
+    *scalar* output is refused, as it always was (nothing to compare it with)."""
     out = np.asarray(mechanism.sample(data, size=n, rng=rng))
-    if out.ndim >= 2 and int(np.prod(out.shape[1:])) == 1:
-        out = out.reshape(out.shape[0])
-    if out.ndim != 1 or out.shape[0] != n:
+    if out.ndim == 0 or out.shape[0] != n:
         raise ValueError(
-            f"mechanism.sample(data, size={n}) must return {n} scalar outputs (shape ({n},)), got shape {out.shape}")
+            f"mechanism.sample(data, size={n}) must return {n} outputs with the sample axis first "
+            f"(shape ({n},) or ({n}, ...)), got shape {out.shape}")
+    if out.ndim >= 2:
+        width = int(np.prod(out.shape[1:]))
+        out = out.reshape(n) if width == 1 else out.reshape(n, width)
     if not is_finite(mechanism) and out.dtype.kind not in "biuf":
-        first = out[0] if out.size else None
+        first = out.reshape(-1)[0] if out.size else None
         raise TypeError(
             f"mechanism.sample returned {out.dtype} outputs (first: {first!r}); a real-valued mechanism "
             "(kind='real') must return numbers. Outputs from a finite set of labels need kind='finite' "
             "(e.g. verifiers.wrap(fn, ..., kind='finite'))")
-    if out.dtype.kind == "f" and np.isnan(out).any():
-        raise ValueError("mechanism returned NaN outputs; the verifier needs comparable output values")
+    if out.ndim == 1 and out.dtype.kind == "f" and np.isnan(out).any():
+        raise ValueError("mechanism returned NaN outputs; the verifier needs comparable output values "
+                         "(NaN is accepted only as a coordinate of a vector output, meaning 'no answer')")
     return out
+
+
+def count_draws(mechanism: Any, data: Any, n: int, rng: np.random.Generator, event: Event,
+                chunk_bytes: int | None = None) -> int:
+    """Number of ``n`` fresh draws that fall in ``event``, drawn in blocks of bounded memory.
+
+    The blocks are taken one after the other from the same Generator, so for a mechanism whose
+    draws are i.i.d. per row of one array (numpy's samplers fill arrays in order) the draws are
+    exactly those of one batch; either way the count is exactly Binomial(n, P[event]).
+    """
+    limit = CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
+    done, hits = 0, 0
+    step = min(n, FIRST_CHUNK)
+    while done < n:
+        m = min(step, n - done)
+        y = draw(mechanism, data, m, rng)
+        hits += event.count(y)
+        done += m
+        row_bytes = max(1, y.itemsize * (int(np.prod(y.shape[1:])) if y.ndim > 1 else 1))
+        step = max(1, limit // row_bytes)
+    return hits
 
 
 def is_finite(mechanism: Any) -> bool:
@@ -177,6 +214,10 @@ EVENT_SETS = ("all", "thresholds")
 
 
 def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "all") -> Candidates:
+    """Candidate events from the selection draws: scalar outputs as before, rows (2-D draws) by
+    :func:`verifiers.events.vector_candidates`."""
+    if np.ndim(y1) >= 2:
+        return vector_candidates(y1, y2, finite, events)
     if finite:
         return finite_candidates(y1, y2)
     return real_candidates(y1, y2, intervals=(events == "all"))
@@ -271,9 +312,8 @@ def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: E
     eps_c, dl_c = float(claim.epsilon), float(claim.delta)
     sizes = stream(seed, *key, CERTIFY, 2).poisson(n_cert, size=2)
     n1, n2 = int(sizes[0]), int(sizes[1])
-    y1 = draw(mechanism, d1, n1, stream(seed, *key, CERTIFY, 0)) if n1 else np.array([])
-    y2 = draw(mechanism, d2, n2, stream(seed, *key, CERTIFY, 1)) if n2 else np.array([])
-    k1, k2 = (event.count(y1) if n1 else 0), (event.count(y2) if n2 else 0)
+    k1 = count_draws(mechanism, d1, n1, stream(seed, *key, CERTIFY, 0), event) if n1 else 0
+    k2 = count_draws(mechanism, d2, n2, stream(seed, *key, CERTIFY, 1), event) if n2 else 0
     num, den = (k1, k2) if direction == "d1>d2" else (k2, k1)
     lam = float(n_cert)
     if dl_c == 0.0:

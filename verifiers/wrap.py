@@ -80,7 +80,9 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
         Shown in reports.
     attributes
         Extra read-only attributes the pair generators use: ``lower``/``upper`` (data bounds
-        for record datasets), ``candidates`` (labels), ...
+        for record datasets), ``candidates`` (labels), ``length`` (query vectors), and for
+        ``neighbours="privacy_unit"`` the required ``max_contributions`` and the ``unit_column``
+        (default 0), which become part of the claim.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable as fn(data, size, rng), got {type(fn).__name__} {fn!r}")
@@ -89,6 +91,8 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
         raise TypeError(f"name must be a string, got {name!r}")
     if attributes is not None and not isinstance(attributes, dict):
         raise TypeError(f"attributes must be a dict of read-only attributes or None, got {type(attributes).__name__}")
-    claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity)
+    attrs = dict(attributes or {})
+    unit = {k: attrs[k] for k in ("unit_column", "max_contributions") if k in attrs}
+    claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity, **unit)
     return WrappedMechanism(fn=fn, claim=claim, kind=kind, name=name or getattr(fn, "__name__", "fn"),
-                            attributes=dict(attributes or {}))
+                            attributes=attrs)

@@ -12,7 +12,8 @@ exact law where it is easy: ``support``/``log_prob`` or ``distribution``), plus
 
 (:class:`mechanisms.contracts.KnownLoss` is that contract.) The entries live in three modules --
 :mod:`verifiers.zoo_finite` (index outputs), :mod:`verifiers.zoo_real` (real outputs),
-:mod:`verifiers.zoo_medians` (private medians) -- and are registered in the one mechanism
+:mod:`verifiers.zoo_medians` (private medians), :mod:`verifiers.zoo_vectors` (vector outputs and
+record-level units: ``structured`` entries) -- and are registered in the one mechanism
 registry under the namespace ``zoo`` (``mechanisms.make("zoo/em_missing_half")`` works too), so
 that the default namespace and ``dpharness list`` stay about real mechanisms. This module is the
 zoo's API: :func:`make`, :func:`available`, :func:`get`, :func:`entries`, and every entry class.
@@ -28,17 +29,22 @@ from .zoo_finite import (ZooEM, ZooEMMissingHalf, ZooPermuteAndFlip, ZooRNMExpon
                          ZooRNMMonotoneScale, ZooRNMSharedNoise, rnm_index_log_prob)
 from .zoo_medians import ZooDuffMedian, ZooSSMedian, ZooSSMedianBigBeta, ZooSSMedianLocal
 from .zoo_real import ZooLaplace, ZooLaplaceInvertedScale, ZooRNMExponentialValue, ZooRNMLaplaceValue
+from .zoo_vectors import (ZooNoisyHistogram, ZooNoisyHistogramHalfNoise, ZooTopKGumbel, ZooTopKTop1Scale,
+                          ZooUserCount, ZooUserCountOneRecord)
 
 __all__ = ["ZOO", "ZooEntry", "ZooWitness", "zoo_register", "make", "available", "get", "entries",
            "rnm_index_log_prob",
            "ZooLaplace", "ZooLaplaceInvertedScale", "ZooRNMLaplace", "ZooRNMMonotoneScale", "ZooRNMExponential",
            "ZooRNMSharedNoise", "ZooPermuteAndFlip", "ZooRNMLaplaceValue", "ZooRNMExponentialValue", "ZooEM",
-           "ZooEMMissingHalf", "ZooDuffMedian", "ZooSSMedian", "ZooSSMedianLocal", "ZooSSMedianBigBeta"]
+           "ZooEMMissingHalf", "ZooDuffMedian", "ZooSSMedian", "ZooSSMedianLocal", "ZooSSMedianBigBeta",
+           "ZooNoisyHistogram", "ZooNoisyHistogramHalfNoise", "ZooUserCount", "ZooUserCountOneRecord",
+           "ZooTopKGumbel", "ZooTopKTop1Scale"]
 
 
-def available(broken: bool | None = None) -> list[str]:
-    """Zoo names (all, or only broken / only correct ones)."""
-    return [e.name for e in entries() if broken is None or e.broken == broken]
+def available(broken: bool | None = None, structured: bool | None = None) -> list[str]:
+    """Zoo names (all, or only broken / only correct ones; only structured-output / only scalar ones)."""
+    return [e.name for e in entries() if (broken is None or e.broken == broken)
+            and (structured is None or e.structured == structured)]
 
 
 def get(name: str) -> ZooEntry:

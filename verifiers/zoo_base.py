@@ -33,18 +33,23 @@ class ZooEntry:
     broken: bool
     twin: str | None
     summary: str
+    structured: bool = False
 
     @classmethod
     def of(cls, e: registry.Entry) -> "ZooEntry":
-        return cls(e.name, e.cls, bool(e.meta.get("broken", False)), e.meta.get("twin"), e.summary)
+        return cls(e.name, e.cls, bool(e.meta.get("broken", False)), e.meta.get("twin"), e.summary,
+                   bool(e.meta.get("structured", False)))
 
 
-def zoo_register(name: str, *, broken: bool, twin: str | None = None) -> Callable[[type], type]:
+def zoo_register(name: str, *, broken: bool, twin: str | None = None,
+                 structured: bool = False) -> Callable[[type], type]:
     """Class decorator: register a zoo mechanism (``broken`` = positive control) with its correct twin,
-    as ``zoo/<name>`` in :mod:`mechanisms.registry`."""
+    as ``zoo/<name>`` in :mod:`mechanisms.registry`. ``structured``: vector outputs or record-level
+    units (:mod:`verifiers.zoo_vectors`), audited statistically; the scalar entries also have
+    computed power bounds (:mod:`verifiers.power`)."""
     if name in registry.available(ZOO):
         raise ValueError(f"zoo name {name!r} already registered")
-    return registry.register(name, namespace=ZOO, broken=bool(broken), twin=twin)
+    return registry.register(name, namespace=ZOO, broken=bool(broken), twin=twin, structured=bool(structured))
 
 
 @dataclass(frozen=True, eq=False)

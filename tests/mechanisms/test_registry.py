@@ -12,8 +12,9 @@ from dpharness.mechanisms import registry
 from dpharness.verifiers import zoo
 from dpharness.verifiers.zoo_base import ZOO, zoo_register
 
-REAL = ("continuous_exponential", "duff_median", "duff_quantile", "exponential", "laplace_median_global",
-        "laplace_via_exponential", "permute_and_flip", "randomized_response", "report_noisy_max",
+REAL = ("continuous_exponential", "duff_median", "duff_quantile", "exponential", "gumbel_top_k",
+        "laplace_median_global", "laplace_top_k", "laplace_via_exponential", "peeling_exponential",
+        "peeling_permute_and_flip", "permute_and_flip", "randomized_response", "report_noisy_max",
         "revenue_price", "smooth_sensitivity_median")
 
 
@@ -26,7 +27,7 @@ def test_default_namespace_lists_only_real_mechanisms():
 
 def test_zoo_is_a_namespace_of_the_one_registry():
     assert zoo.available() == registry.available(ZOO)
-    assert len(zoo.available()) == 15
+    assert len(zoo.available()) == 21 and len(zoo.available(structured=True)) == 6
     everything = registry.available(None)
     assert set(everything) == set(REAL) | {f"zoo/{n}" for n in zoo.available()}
     # the same plain name in two namespaces: two different classes
@@ -52,7 +53,7 @@ def test_zoo_entries_carry_their_metadata():
     assert (e.name, e.cls, e.broken, e.twin) == ("em_missing_half", zoo.ZooEMMissingHalf, True, "em")
     assert e.summary.startswith("BROKEN")
     raw = registry.entry("zoo/em_missing_half")
-    assert raw.meta == {"broken": True, "twin": "em"} and raw.qualified == "zoo/em_missing_half"
+    assert raw.meta == {"broken": True, "twin": "em", "structured": False} and raw.qualified == "zoo/em_missing_half"
     assert registry.entry("exponential").qualified == "exponential"
     assert [x.name for x in zoo.entries()] == zoo.available()
 

@@ -89,8 +89,12 @@ def test_zoo_entries_live_in_the_module_of_their_output_kind():
         "laplace", "laplace_inverted_scale", "rnm_laplace_value", "rnm_exponential_value"}
     assert {n for n, m in where.items() if m == "zoo_medians"} == {
         "duff_median", "ss_median", "ss_median_local", "ss_median_big_beta"}
+    assert {n for n, m in where.items() if m == "zoo_vectors"} == set(zoo.available(structured=True)) == {
+        "noisy_histogram", "noisy_histogram_half_noise", "user_count", "user_count_one_record", "topk_gumbel",
+        "topk_top1_scale"}
     for e in zoo.entries():
-        assert e.cls.kind == ("finite" if where[e.name] == "zoo_finite" else "real"), e.name
+        if where[e.name] != "zoo_vectors":
+            assert e.cls.kind == ("finite" if where[e.name] == "zoo_finite" else "real"), e.name
     assert zoo.ZooLaplace is zoo_real.ZooLaplace and zoo.ZooSSMedian is zoo_medians.ZooSSMedian
 
 
@@ -137,7 +141,7 @@ def test_verdict_row_and_format_data():
 
 
 def test_neighbour_families_generate_legal_pairs():
-    assert neighbours.FAMILIES == ("values", "bits", "scores", "records", "labels")
+    assert neighbours.FAMILIES == ("values", "bits", "scores", "records", "labels", "histograms", "units")
     m = zoo.make("duff_median")
     pairs = neighbours.pairs_for(m, "records")
     assert pairs and all(neighbours.are_neighbours(p.d1, p.d2, m.claim) for p in pairs)
