@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check configs (including building every mechanism) without running")
     v.add_argument("configs", nargs="+", metavar="CONFIG",
                    help="experiment or audit configs (YAML); every mistake of each file is listed; exit 2 if any is invalid")
+    v.add_argument("--json", metavar="PATH", default=None,
+                   help="also write the verdict as JSON (schema dpharness.validate/1: one entry per config with "
+                        "its errors) to PATH, in an existing folder")
 
     pl = sub.add_parser("plot", help="rebuild a run's figures from its results.csv",
                         description="Redraw a finished run's figures from its results.csv and config.yaml "
@@ -71,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "(results do not depend on it)")
     a.add_argument("--quick", action="store_true", help="apply the config's quick: caps (max_samples, max_repeat)")
     a.add_argument("--resume", metavar="RUN_DIR", default=None, help="resume this run folder explicitly")
+    a.add_argument("--json", metavar="PATH", default=None,
+                   help="also write the verdict as JSON (schema dpharness.audit/1: per-audit numbers, witnesses "
+                        "with a replay command, targets, manifest) to PATH, in an existing folder")
+    a.add_argument("--junit", metavar="PATH", default=None,
+                   help="also write JUnit XML to PATH (one test case per audit and sample size, one per target; "
+                        "failures carry the witness)")
 
     g = sub.add_parser(
         "regress", help="compare a new run against a baseline run, cell by cell",
@@ -92,11 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--update-baseline", action="store_true",
                    help="after the comparison (printed when possible), replace BASELINE_RUN_DIR by the new run's "
                         "results.csv, table.csv, table.md, config.yaml, manifest.json and exit 0 (a deliberate change)")
+    g.add_argument("--json", metavar="PATH", default=None,
+                   help="also write the verdict as JSON (schema dpharness.regress/1: every cell's numbers, both runs' "
+                        "manifests) to PATH, in an existing folder")
+    g.add_argument("--junit", metavar="PATH", default=None,
+                   help="also write JUnit XML to PATH (one test case per cell; a regression fails with its numbers)")
 
     b = sub.add_parser("bench", help="performance benchmarks against floors and peer libraries",
                        description="Time dpharness against physical floors and peer libraries; print a ratio "
                        "table, write JSON rows and a scaling figure. Exit codes: 0 ok, 2 bad input "
-                       "(nothing is timed), 1 reserved for a failed performance gate (also: results "
+                       "(nothing is timed), 1 a significant slowdown against --baseline (also: results "
                        "could not be written after the run).")
     b.add_argument("--quick", action="store_true", help="CI tier: tiny sizes and few repeats (well under a minute)")
     b.add_argument("--json", metavar="PATH", default=None,
@@ -108,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest median n, a positive integer such as 1e6 (the full tier goes to 1e7)")
     b.add_argument("--repeats", metavar="R", default=None,
                    help="repetitions of the median section, a positive integer (default 9; --quick 3)")
+    b.add_argument("--baseline", metavar="OLD.json", default=None,
+                   help="performance gate: compare each benchmark's per-repetition ratios to its floor with those "
+                        "of an earlier `dpharness bench` JSON (one-sided Welch t-test per benchmark, Holm over "
+                        "benchmarks); exit 1 on a significant slowdown beyond --tolerance")
+    b.add_argument("--tolerance", metavar="T", default=None,
+                   help="relative slack of the gate: a benchmark fails when its ratio is significantly above "
+                        "(1 + T) x the baseline's; in [0, 1), default 0.25 (needs --baseline)")
+    b.add_argument("--alpha", metavar="A", default=None,
+                   help="family-wise error rate of the gate over the benchmarks (Holm), in (0, 1); default 0.01 "
+                        "(needs --baseline)")
     return p
 
 

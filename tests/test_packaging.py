@@ -90,6 +90,11 @@ def test_wheel_installs_only_the_dpharness_namespace(wheels):
         for init in (ROOT / layer).rglob("__init__.py"):
             rel = init.relative_to(ROOT / layer).as_posix()
             assert f"dpharness/{layer}/{rel}" in names, f"{layer}/{rel} is not packaged (pyproject packages)"
+    # the JSON Schemas of the --json verdicts are package data
+    schemas = sorted((ROOT / "bench" / "schemas").glob("*.json"))
+    assert schemas
+    for s in schemas:
+        assert f"dpharness/bench/schemas/{s.name}" in names, f"{s.name} is not packaged (pyproject package-data)"
 
 
 AUDIT = textwrap.dedent("""\

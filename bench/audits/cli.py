@@ -1,10 +1,12 @@
-"""``dpharness audit CONFIG [--jobs N] [--out DIR] [--seed S] [--quick] [--resume RUN_DIR]``.
+"""``dpharness audit CONFIG [--jobs N] [--out DIR] [--seed S] [--quick] [--resume RUN_DIR] [--json PATH] [--junit PATH]``.
 
 Runs every audit of the config through the one experiment runner (kind ``audit``): progress on
 stderr, one run folder ``<out>/<config name>/<UTC timestamp>_<config hash>/`` with
 ``results.csv`` (one row per task), ``table.csv`` / ``table.md``, ``targets.csv`` /
 ``targets.md``, ``exact.csv``, ``report.md``, ``config.yaml``, ``manifest.json``, ``tasks/`` and
 ``figures/``. Re-running the same command after an interruption resumes the unfinished folder.
+``--json PATH`` / ``--junit PATH`` also write the verdict for CI (:mod:`bench.audits.machine`); their
+paths are checked before anything is run.
 
 Exit status: 0 when every audit behaved as its ``expect`` says and every target was met (targets
 are not judged under quick caps); 1 when a correct claim was violated (statistically or exactly),
@@ -35,10 +37,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from ..commands.run import invoke_run
     from ..config import ConfigError, load_config, read_yaml
 
+    from ..verdicts import OutputPathError, check_distinct, check_output_file
+
     path = str(args.config)
     jobs = getattr(args, "jobs", 1)
     if jobs == 0 or jobs < -1:  # as `run` refuses it (bench.runner.run), before anything is printed
         print(f"error: --jobs must be a positive integer or -1 (all cores), got {jobs}", file=sys.stderr)
+        return 2
+    try:
+        outs = {flag: None if v is None else check_output_file(v, flag, ex) for flag, v, ex in (
+            ("--json", getattr(args, "json", None), "audit.json"),
+            ("--junit", getattr(args, "junit", None), "audit-junit.xml"))}
+        check_distinct(outs)
+    except OutputPathError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         raw = read_yaml(path)
@@ -66,4 +78,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(f"{res.errors} of {res.n_tasks} tasks FAILED (status=error rows in results.csv)")
     print(f"run folder: {res.run_dir}  ({res.n_tasks} tasks, {res.computed} computed, {res.reused} reused; "
           f"wall {res.wall_seconds:.1f} s, jobs={jobs})")
-    return 0 if (res.summary.ok and not res.errors) else 1
+    code = 0 if (res.summary.ok and not res.errors) else 1
+    try:
+        from .machine import write_audit_outputs
+
+        for p in write_audit_outputs(res, code, path, outs["--json"], outs["--junit"]):
+            print(f"wrote {p}")
+    except OSError as exc:  # checked writable before the run; the disk filled up or similar
+        print(f"error: could not write the verdict files: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return code

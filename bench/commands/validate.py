@@ -1,22 +1,47 @@
-"""``dpharness validate CONFIG...``: check configs exactly as ``run``/``audit`` would, run nothing."""
+"""``dpharness validate CONFIG... [--json PATH]``: check configs exactly as ``run``/``audit`` would, run nothing."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ..config import ConfigError, load_config, read_yaml
 
-__all__ = ["cmd_validate"]
+__all__ = ["cmd_validate", "SCHEMA"]
+
+#: the ``schema`` of ``--json`` (``bench/schemas/validate.json``)
+SCHEMA = "dpharness.validate/1"
+
+
+def _errors(exc: ConfigError) -> list[str]:
+    """The mistakes of one file, one per entry (a ConfigError lists them one per line)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if len(lines) > 1 and lines[0].endswith("mistakes:"):  # the "<file>: N mistakes:" heading
+        lines = [f"{lines[0].rsplit(':', 2)[0]}: {ln}" for ln in lines[1:]]
+    return lines or [type(exc).__name__]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """``dpharness validate CONFIG...``: run, for every config and its quick tier, exactly the
     checks ``run``/``audit`` make before computing (parse, then the kind's ``check(spec)``:
     building every mechanism, probing pairs) and expand the tasks, without running anything.
-    Prints ``ok ...`` per valid file and every mistake of an invalid one; exit 2 if any is invalid."""
+    Prints ``ok ...`` per valid file and every mistake of an invalid one; exit 2 if any is invalid.
+    ``--json PATH`` also writes one entry per config (schema ``dpharness.validate/1``)."""
+    from ..verdicts import OutputPathError, check_output_file
+
+    json_path = None
+    if getattr(args, "json", None) is not None:
+        try:
+            json_path = check_output_file(args.json, "--json", "validate.json")
+        except OutputPathError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     bad = 0
+    entries: list[dict[str, Any]] = []
     for path in args.configs:
+        entry: dict[str, Any] = {"path": str(path), "valid": False, "errors": [], "name": None, "experiment": None,
+                                 "hash": None, "tasks": None, "quick_tasks": None}
         try:
             cfg = load_config(path)  # audit configs too (kind `audit`, selected by their `audits:` key)
             quick_raw = read_yaml(path).get("quick")
@@ -28,7 +53,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 counts.append(len(c.module.tasks(c.spec)))
             extra = f", quick: {counts[1]} tasks" if len(counts) > 1 else ""
             print(f"ok  {path}: {cfg.name} ({cfg.experiment}, {counts[0]} tasks{extra}, hash {cfg.hash})")
+            entry.update(valid=True, name=cfg.name, experiment=cfg.experiment, hash=cfg.hash, tasks=counts[0],
+                         quick_tasks=counts[1] if len(counts) > 1 else None)
         except ConfigError as exc:
             bad += 1
             print(f"error: {exc}", file=sys.stderr)
-    return 2 if bad else 0
+            entry["errors"] = _errors(exc)
+        entries.append(entry)
+    code = 2 if bad else 0
+    if json_path is not None:
+        from ..verdicts import run_manifest, verdict_block, write_json
+
+        msg = f"{bad} of {len(entries)} configs invalid" if bad else f"all {len(entries)} configs valid"
+        doc = {"schema": SCHEMA, "verdict": verdict_block(code, msg, configs=len(entries), invalid=bad),
+               "configs": entries, "manifest": run_manifest()}
+        try:
+            write_json(json_path, doc, "validate")
+        except OSError as exc:
+            print(f"error: could not write {json_path}: {exc.strerror or exc}", file=sys.stderr)
+            return max(code, 1)
+    return code

@@ -4,22 +4,27 @@ Options (declared with their help text in :mod:`dpharness.bench.cli`): ``--quick
 ``--json PATH``, ``--only SECTION...``, ``--max-n N``, ``--repeats R``. Every option and the
 output path are checked before anything is timed.
 
-Exit codes: 0 the benchmark ran and its results were written; 2 bad input (an option value, or a
-``--json`` path that cannot be written -- one message, nothing timed, nothing written); 1 is
-reserved for a failed performance gate (none is enforced: issue 8's median goal is reported,
-not gated) and is also returned when the results cannot be written after the run (disk full);
-130 interrupted (nothing written).
+``--baseline OLD.json [--tolerance T] [--alpha A]`` applies the performance gate (:mod:`.gate`).
+
+Exit codes: 0 the benchmark ran and its results were written (and the gate, if any, passed); 2
+bad input (an option value, a ``--json`` path that cannot be written, a ``--baseline`` that is not
+a usable earlier run -- one message, nothing timed, nothing written); 1 a significant slowdown
+against ``--baseline`` (the JSON is written, with the gate's verdict), or the results could not be
+written after the run (disk full); 130 interrupted (nothing written). Issue 8's median goal is
+reported, not gated.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import pathlib
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from .gate import format_gate, load_baseline, parse_levels
 from .plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
 from .report import format_summary
 from .run import output_paths, run_bench_to
@@ -89,14 +94,21 @@ def _print_line(msg: str) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     """``dpharness bench [--quick] [--json PATH] [--only SECTION...] [--max-n N] [--repeats R]``;
     exit codes in the module docstring."""
+    baseline_arg = getattr(args, "baseline", None)
     try:
         plan = plan_from_args(args)
+        tolerance, alpha = parse_levels(getattr(args, "tolerance", None), getattr(args, "alpha", None),
+                                        baseline_arg is not None)
+        baseline = load_baseline(baseline_arg, plan) if baseline_arg is not None else None
         paths = output_paths(getattr(args, "json", None), plan.quick, what="--json")
+        if baseline_arg is not None and paths[0].resolve() == pathlib.Path(baseline_arg).resolve():
+            raise BenchInputError(f"--json: {paths[0]} is also the --baseline file; write the new run elsewhere")
     except BenchInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        doc = run_bench_to(plan, paths, log=_print_line, progress=True)
+        doc = run_bench_to(plan, paths, log=_print_line, progress=True, baseline=baseline,
+                           baseline_path=str(baseline_arg or ""), tolerance=tolerance, alpha=alpha)
     except KeyboardInterrupt:
         print("interrupted; no results were written", file=sys.stderr)
         return 130
@@ -105,7 +117,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 1
     print()
     print(format_summary(doc, paths[0]))
-    return 0
+    if doc.get("gate") is not None:
+        print()
+        print(format_gate(doc["gate"]))
+    return int(doc["verdict"]["exit_code"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -122,7 +122,8 @@ def bench_medians(plan: Plan, report: Report) -> None:
                 ratios = [b / a for a, b in zip(part.times.values(), fl.times.values())]
                 r, rmin, rmax = stats(ratios)
                 report.rows[-1].update(floor="np.partition", floor_seconds=stats(list(part.times.values()))[0],
-                                       ratio_to_floor=r, ratio_to_floor_min=rmin, ratio_to_floor_max=rmax)
+                                       ratio_to_floor=r, ratio_to_floor_min=rmin, ratio_to_floor_max=rmax,
+                                       ratio_to_floor_samples=ratios)
         for impl in live:
             report.rows.extend(rows_for("median", n, impl, floors, live_peers))
         report.measured("median", n, floors, live)

@@ -4,7 +4,9 @@ Row fields (:data:`ROW_FIELDS`): ``n`` is the input size (records for medians, c
 finite mechanisms, samples per side for the verifier, tasks for Table 1); ``size`` is the number
 of releases one timed call produces. A dpharness row is repeated once per (floor, peer) pair so
 that each row carries exactly one floor and one peer; its ratios are medians of per-repetition
-ratios (:func:`.timing.pair_ratios`).
+ratios (:func:`.timing.pair_ratios`), and the per-repetition ratios themselves are kept
+(``ratio_to_floor_samples``, ``ratio_to_peer_samples``: the samples of the performance gate,
+:mod:`.gate`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 
 from .timing import Impl, pair_ratios, stats
 
-__all__ = ["N_LABEL", "ROW_FIELDS", "SCHEMA", "Report", "floor_row", "rows_for"]
+__all__ = ["LEGACY_SCHEMA", "N_LABEL", "ROW_FIELDS", "SCHEMA", "Report", "floor_row", "rows_for"]
 
-SCHEMA = "dpharness-bench/1"
+SCHEMA = "dpharness.bench/1"
+#: the name of the same document before it carried a verdict and per-repetition ratios
+LEGACY_SCHEMA = "dpharness-bench/1"
 ROW_FIELDS = (
     "name", "kind", "section", "n", "size", "seconds", "seconds_min", "seconds_max", "repeats",
     "floor", "floor_seconds", "floor_seconds_min", "floor_seconds_max",
@@ -25,6 +29,7 @@ ROW_FIELDS = (
     "peer", "peer_size", "peer_seconds", "peer_seconds_min", "peer_seconds_max", "peer_repeats",
     "ratio_to_peer", "ratio_to_peer_min", "ratio_to_peer_max",
     "measured_size", "extrapolated", "calls_per_timing", "note",
+    "ratio_to_floor_samples", "ratio_to_peer_samples",
 )
 #: what ``n`` counts in each section (table headers and result lines)
 N_LABEL = {"median": "n", "finite": "k", "table1": "tasks", "verifier": "samples/side"}
@@ -91,16 +96,18 @@ def rows_for(
             if fl is not None:
                 ft = impl.floor_times.get(fl.name, {})
                 fs, fmin, fmax = stats(list(ft.values()))
-                rs, rmin, rmax = stats(pair_ratios(impl.times, ft))
+                ratios = pair_ratios(impl.times, ft)
+                rs, rmin, rmax = stats(ratios)
                 row.update(floor=fl.name, floor_seconds=fs, floor_seconds_min=fmin,
                            floor_seconds_max=fmax, ratio_to_floor=rs, ratio_to_floor_min=rmin,
-                           ratio_to_floor_max=rmax)
+                           ratio_to_floor_max=rmax, ratio_to_floor_samples=ratios)
             if pe is not None:
                 ps, pmin, pmax = stats(list(pe.times.values()))
-                rs, rmin, rmax = stats(pair_ratios(impl.times, pe.times))
+                ratios = pair_ratios(impl.times, pe.times)
+                rs, rmin, rmax = stats(ratios)
                 row.update(peer=pe.name, peer_size=pe.size, peer_seconds=ps, peer_seconds_min=pmin,
                            peer_seconds_max=pmax, peer_repeats=len(pe.times), ratio_to_peer=rs,
-                           ratio_to_peer_min=rmin, ratio_to_peer_max=rmax)
+                           ratio_to_peer_min=rmin, ratio_to_peer_max=rmax, ratio_to_peer_samples=ratios)
             out.append(row)
     return out
 

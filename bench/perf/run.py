@@ -7,7 +7,6 @@ temporary file renamed into place), so a failed or interrupted run leaves no hal
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import json
 import os
@@ -28,6 +27,10 @@ from .finite import bench_finite
 from .medians import bench_medians
 from .plan import BenchInputError, Plan
 from .report import PEER_HINT_NOTE, median_goal
+from .. import schemas
+from ..results import atomic_write_text
+from ..verdicts import jsonable, run_manifest, verdict_block
+from .gate import DEFAULT_ALPHA, DEFAULT_TOLERANCE, compare
 from .rows import ROW_FIELDS, SCHEMA, Report
 from .table1 import bench_table1
 from .verifier import bench_verifier
@@ -120,14 +123,9 @@ def _json_default(o: Any) -> Any:
 
 
 def _write_atomically(path: pathlib.Path, text: str) -> None:
+    """The harness's one atomic writer (:func:`bench.results.atomic_write_text`), folder created."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    atomic_write_text(path, text)
 
 
 def run_bench(plan: Plan, json_path: str | os.PathLike[str] | None = None,
@@ -143,8 +141,14 @@ def run_bench(plan: Plan, json_path: str | os.PathLike[str] | None = None,
 
 
 def run_bench_to(plan: Plan, paths: tuple[pathlib.Path, pathlib.Path],
-                 log: Callable[[str], None] | None = None, progress: bool = False) -> dict[str, Any]:
-    """:func:`run_bench` writing to ``paths`` = (JSON, figure) as returned by :func:`output_paths`."""
+                 log: Callable[[str], None] | None = None, progress: bool = False,
+                 baseline: dict[str, Any] | None = None, baseline_path: str = "",
+                 tolerance: float = DEFAULT_TOLERANCE, alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
+    """:func:`run_bench` writing to ``paths`` = (JSON, figure) as returned by :func:`output_paths`.
+
+    With ``baseline`` (an earlier document, :func:`.gate.load_baseline`) the performance gate
+    (:func:`.gate.compare`) is applied and recorded as ``gate``; the document's ``verdict`` says
+    whether it passed (exit code 1 on a significant slowdown, else 0)."""
     path, fig_path = paths
     t0 = time.perf_counter()
     started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
@@ -197,5 +201,14 @@ def run_bench_to(plan: Plan, paths: tuple[pathlib.Path, pathlib.Path],
         "section_seconds": section_seconds,
         "wall_seconds": time.perf_counter() - t0,
     }
-    _write_atomically(path, json.dumps(doc, indent=1, default=_json_default) + "\n")
+    gate = None
+    if baseline is not None:
+        gate = compare(doc, baseline, tolerance=tolerance, alpha=alpha, baseline_path=baseline_path)
+    code = 0 if gate is None or gate["passed"] else 1
+    doc["gate"] = gate
+    doc["verdict"] = verdict_block(code, gate["message"] if gate else "measured (no --baseline: nothing is gated)")
+    doc["manifest"] = run_manifest({"wall_seconds": doc["wall_seconds"]})
+    doc = jsonable(json.loads(json.dumps(doc, default=_json_default)))
+    schemas.check(doc, "bench")
+    _write_atomically(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return doc

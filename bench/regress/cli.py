@@ -1,8 +1,10 @@
 """Command line of the regression check.
 
-``dpharness regress NEW_RUN_DIR BASELINE_RUN_DIR [--alpha A] [--tolerance T] [--update-baseline]``
-(:func:`cmd_regress`, dispatched by :mod:`bench.cli`) prints the comparison and exits 0 (no
-significant regression), 1 (at least one), 2 (unusable input: one message, no traceback).
+``dpharness regress NEW_RUN_DIR BASELINE_RUN_DIR [--alpha A] [--tolerance T] [--update-baseline]
+[--json PATH] [--junit PATH]`` (:func:`cmd_regress`, dispatched by :mod:`bench.cli`) prints the
+comparison and exits 0 (no significant regression), 1 (at least one), 2 (unusable input: one
+message, no traceback). ``--json`` / ``--junit`` (:mod:`bench.regress.machine`) write the verdict
+for CI; their paths are checked before anything is read.
 It writes ``regress.csv`` and ``regress.md`` into NEW_RUN_DIR (atomically, replacing earlier
 ones) -- never into a folder under ``baselines/``; only ``--update-baseline`` writes there.
 
@@ -22,7 +24,9 @@ import pandas as pd
 from ..tables import format_text_table
 from .baseline import is_baseline_location, update_baseline
 from .compare import regress
+from ..verdicts import OutputPathError, check_distinct, check_output_file
 from .load import RegressionInputError
+from .machine import write_regress_outputs
 from .power import power_table
 from .report import REPORT_FILES
 from .stats import check_levels
@@ -49,13 +53,29 @@ def cmd_regress(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _err(f"--{exc}")  # the messages start with the option's name
         return 2
+    try:
+        json_path, junit_path = _output_files(args)
+    except OutputPathError as exc:
+        _err(str(exc))
+        return 2
     new_dir, base_dir = args.new_run_dir, args.baseline_run_dir
     report = regress(new_dir, base_dir, alpha=alpha, tolerance=tolerance)
     update = bool(getattr(args, "update_baseline", False))
+
+    def finish(code: int, updated: bool = False) -> int:
+        """Write --json / --junit (the verdict of this invocation, ``code``) and return ``code``."""
+        try:
+            for p in write_regress_outputs(report, code, json_path, junit_path, baseline_updated=updated):
+                print(f"wrote {p}")
+        except OSError as exc:
+            _err(f"could not write the verdict files: {exc.strerror or exc}")
+            return max(code, 1)
+        return code
+
     if report.exit_code == 2:
         if not update:
             _err(report.message)
-            return 2
+            return finish(2)
         if Path(base_dir).exists():
             print(f"note: {report.message}", file=sys.stderr)
         else:
@@ -82,10 +102,19 @@ def cmd_regress(args: argparse.Namespace) -> int:
             update_baseline(new_dir, base_dir)
         except (RegressionInputError, OSError) as exc:
             _err(f"cannot update the baseline: {exc}")
-            return 2
+            return finish(2)
         print(f"baseline {base_dir} updated from {new_dir} (deliberate change; exit 0)")
-        return 0
-    return report.exit_code
+        return finish(0, updated=True)
+    return finish(report.exit_code)
+
+
+def _output_files(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
+    """``--json`` / ``--junit`` paths, checked before any work (:class:`OutputPathError`)."""
+    raw = {"--json": getattr(args, "json", None), "--junit": getattr(args, "junit", None)}
+    examples = {"--json": "regress.json", "--junit": "regress-junit.xml"}
+    paths = {flag: None if v is None else check_output_file(v, flag, examples[flag]) for flag, v in raw.items()}
+    check_distinct(paths)
+    return paths["--json"], paths["--junit"]
 
 
 # --------------------------------------------------------------------------------------------

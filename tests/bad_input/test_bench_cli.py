@@ -131,11 +131,66 @@ def test_every_bench_option_has_help_and_exit_codes_are_documented():
     proc = run_cli("bench", "--help")
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
-    for opt in ("--quick", "--json", "--only", "--max-n", "--repeats"):
+    for opt in ("--quick", "--json", "--only", "--max-n", "--repeats", "--baseline", "--tolerance", "--alpha"):
         assert opt in text
     from dpharness.bench.cli import build_parser
 
     bench = build_parser()._subparsers._group_actions[0].choices["bench"]
     for action in bench._actions:
         assert action.help, f"{action.option_strings} has no help text"
-    assert "0 ok" in text and "2 bad input" in text and "1 reserved for a failed performance gate" in text
+    assert "0 ok" in text and "2 bad input" in text and "1 a significant slowdown against --baseline" in text
+
+
+def _old_json(tmp_path: Path, **changes) -> Path:
+    """A minimal earlier-run document (quick tier, median section, 3 repetitions of one ratio)."""
+    import json
+
+    row = {"name": "duff_median", "kind": "dpharness", "section": "median", "n": 1000, "floor": "np.partition",
+           "ratio_to_floor": 100.0, "ratio_to_floor_samples": [99.0, 100.0, 101.0]}
+    doc = {"schema": "dpharness.bench/1", "quick": True, "rows": [row], **changes}
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+# --baseline / --tolerance / --alpha: the gate's inputs, checked before anything is timed.
+GATE_CASES = [
+    ("missing-file", ["--baseline", "{tmp}/nope.json"], ("--baseline", "does not exist")),
+    ("folder", ["--baseline", "{tmp}"], ("--baseline", "is a folder")),
+    ("empty", ["--baseline", ""], ("--baseline", "empty path")),
+    ("not-json", ["--baseline", "{tmp}/afile"], ("--baseline", "is not JSON")),
+    ("foreign-json", ["--baseline", "{old:schema=other}"], ("--baseline", "dpharness.bench/1", "'other'")),
+    ("legacy-json", ["--baseline", "{old:schema=dpharness-bench/1}"], ("--baseline", "re-measure")),
+    ("no-samples", ["--baseline", "{old:rows=[]}"], ("--baseline", "2 or more repetitions")),
+    ("other-tier", ["--baseline", "{old:quick=false}"], ("--baseline", "without --quick")),
+    ("same-file-as-json", ["--baseline", "{old}", "--json", "{old}"], ("--json", "also the --baseline")),
+    ("tolerance-without-baseline", ["--tolerance", "0.1"], ("--tolerance", "--baseline")),
+    ("alpha-without-baseline", ["--alpha", "0.1"], ("--alpha", "--baseline")),
+    ("tolerance-negative", ["--baseline", "{old}", "--tolerance", "-0.1"], ("--tolerance", "[0, 1)")),
+    ("tolerance-one", ["--baseline", "{old}", "--tolerance", "1"], ("--tolerance", "[0, 1)")),
+    ("tolerance-text", ["--baseline", "{old}", "--tolerance", "lots"], ("--tolerance", "'lots'")),
+    ("alpha-zero", ["--baseline", "{old}", "--alpha", "0"], ("--alpha", "(0, 1)")),
+    ("alpha-nan", ["--baseline", "{old}", "--alpha", "nan"], ("--alpha", "(0, 1)")),
+]
+
+
+@pytest.mark.parametrize("argv, names", [c[1:] for c in GATE_CASES], ids=[c[0] for c in GATE_CASES])
+def test_bad_gate_input_is_refused_before_running(tmp_path, argv, names):
+    import json
+
+    (tmp_path / "afile").write_text("not json\n")
+    args = []
+    for a in argv:
+        if a.startswith("{old"):
+            changes = {}
+            if ":" in a:
+                k, v = a[5:-1].split("=", 1)
+                changes[k] = json.loads(v) if v in ("[]", "false") else v
+            a = str(_old_json(tmp_path, **changes))
+        args.append(a.replace("{tmp}", str(tmp_path)))
+    if "--json" not in args:
+        args += ["--json", str(tmp_path / "b.json")]
+    before = files_under(tmp_path)
+    proc = run_cli("bench", *NARROW, *args)
+    err = _refused(proc, names, tmp_path, before)
+    assert len(err.strip().splitlines()) == 1, err

@@ -16,6 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from dpharness.bench import peers as peers_mod
+from dpharness.bench import schemas
 from dpharness.bench import perf
 from dpharness.bench.perf import cli as perf_cli
 from dpharness.bench.perf import figure, report, rows, timing
@@ -43,13 +44,16 @@ TINY = replace(
 ENV_KEYS = {"cpu_model", "cpu_count", "numpy", "numpy_config", "peers", "versions", "git_commit",
             "load_average", "python"}
 DOC_KEYS = {"schema", "created", "command", "quick", "plan", "environment", "fields", "rows", "skipped",
-            "notes", "figure", "median_goal", "section_seconds", "wall_seconds"}
+            "notes", "figure", "median_goal", "section_seconds", "wall_seconds", "verdict", "manifest", "gate"}
 
 
 def _check_doc(doc: dict, path) -> None:
     on_disk = json.loads(path.read_text())
     assert set(on_disk) == DOC_KEYS
-    assert on_disk["schema"] == perf.SCHEMA == "dpharness-bench/1"
+    assert on_disk["schema"] == perf.SCHEMA == "dpharness.bench/1"
+    assert schemas.validate(on_disk, schemas.load_schema("bench")) == []
+    assert on_disk["verdict"]["exit_code"] in (0, 1) and on_disk["verdict"]["passed"] == (on_disk["gate"] is None
+                                                                                         or on_disk["gate"]["passed"])
     assert on_disk["fields"] == list(perf.ROW_FIELDS)
     assert on_disk["rows"] == json.loads(json.dumps(doc["rows"]))
     assert ENV_KEYS <= set(on_disk["environment"])
@@ -66,6 +70,9 @@ def _check_doc(doc: dict, path) -> None:
         if row["floor"] is not None:
             assert row["floor_seconds"] > 0
             assert 0 < row["ratio_to_floor_min"] <= row["ratio_to_floor"] <= row["ratio_to_floor_max"]
+            samples = row["ratio_to_floor_samples"]  # the per-repetition ratios the gate tests
+            assert samples and len(samples) <= row["repeats"]
+            assert min(samples) == row["ratio_to_floor_min"] and max(samples) == row["ratio_to_floor_max"]
         if row["peer"] is not None:
             assert row["peer_seconds"] > 0 and row["peer_repeats"] >= 1
             assert 0 < row["ratio_to_peer_min"] <= row["ratio_to_peer"] <= row["ratio_to_peer_max"]

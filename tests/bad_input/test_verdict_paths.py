@@ -1,0 +1,49 @@
+"""Bad ``--json`` / ``--junit`` paths of ``audit``, ``regress`` and ``validate``: refused before any
+work (exit 2, one message naming the flag and what is accepted, nothing created)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT, assert_clean_error, files_under, run_cli
+
+AUDIT = str(ROOT / "configs" / "audit_mechanisms.yaml")
+BASE = str(ROOT / "results" / "baselines" / "regress_private_mode")
+
+COMMANDS = {
+    "audit": ["audit", AUDIT, "--quick", "--out", "{tmp}/out"],
+    "regress": ["regress", BASE, BASE],
+    "validate": ["validate", str(ROOT / "configs" / "pumpkin.yaml")],
+}
+FLAGS = {"audit": ("--json", "--junit"), "regress": ("--json", "--junit"), "validate": ("--json",)}
+
+PATHS = [
+    ("folder", "{tmp}", ("is a folder",)),
+    ("missing-parent", "{tmp}/no/such/dir/v.out", ("does not exist",)),
+    ("parent-is-a-file", "{tmp}/afile/v.out", ("afile", "not a folder")),
+    ("empty", "", ("empty path",)),
+    ("not-a-regular-file", "/dev/null", ("/dev/null", "not a regular file")),
+]
+
+CASES = [(cmd, flag, *p) for cmd in COMMANDS for flag in FLAGS[cmd] for p in PATHS]
+
+
+@pytest.mark.parametrize("cmd, flag, path, names", [(c[0], c[1], c[3], c[4]) for c in CASES],
+                         ids=[f"{c[0]}{c[1]}-{c[2]}" for c in CASES])
+def test_bad_output_path_is_refused_before_any_work(tmp_path, cmd, flag, path, names):
+    (tmp_path / "afile").write_text("a file\n")
+    before = files_under(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in COMMANDS[cmd]] + [flag, path.replace("{tmp}", str(tmp_path))]
+    proc = run_cli(*argv)
+    err = assert_clean_error(proc, code=2, names=(flag, *names), before=before, watch=tmp_path)
+    assert len(err.strip().splitlines()) == 1, err
+    assert "ok " not in proc.stdout and "no significant" not in proc.stdout, "work started before the check"
+
+
+@pytest.mark.parametrize("cmd", ["audit", "regress"])
+def test_json_and_junit_on_the_same_file_are_refused(tmp_path, cmd):
+    before = files_under(tmp_path)
+    same = str(tmp_path / "out.txt")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in COMMANDS[cmd]] + ["--json", same, "--junit", same]
+    err = assert_clean_error(run_cli(*argv), code=2, names=("--junit", "also the --json"), before=before,
+                             watch=tmp_path)
+    assert len(err.strip().splitlines()) == 1, err
