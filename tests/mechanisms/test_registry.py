@@ -13,8 +13,8 @@ from dpharness.verifiers import zoo
 from dpharness.verifiers.zoo_base import ZOO, zoo_register
 
 REAL = ("continuous_exponential", "duff_median", "duff_quantile", "exponential", "gumbel_top_k",
-        "laplace_median_global", "laplace_top_k", "laplace_via_exponential", "peeling_exponential",
-        "peeling_permute_and_flip", "permute_and_flip", "randomized_response", "report_noisy_max",
+        "independent_quantiles", "joint_quantiles", "laplace_median_global", "laplace_top_k",
+        "laplace_via_exponential", "peeling_exponential", "peeling_permute_and_flip", "permute_and_flip", "randomized_response", "report_noisy_max",
         "revenue_price", "smooth_sensitivity_median")
 
 
