@@ -21,7 +21,7 @@ import numpy as np
 from .projection import Projection, fit_projection
 
 __all__ = ["Event", "Candidates", "real_candidates", "finite_candidates", "vector_candidates", "concat",
-           "THRESHOLD_CAP", "TAIL_KEEP", "threshold_gap", "VECTOR_INTERVAL_WIDTH"]
+           "THRESHOLD_CAP", "TAIL_KEEP", "threshold_gap", "VECTOR_INTERVAL_WIDTH", "ROW_LABEL_CAP"]
 
 #: At most this many threshold points per side type ("<=" and ">="); beyond it, the TAIL_KEEP
 #: smallest and largest distinct values are all kept and the middle is subsampled evenly.
@@ -316,6 +316,11 @@ def _row_candidates(r1: np.ndarray, r2: np.ndarray, kind: str) -> Candidates:
 
 #: Rows at most this wide also get interval events per coordinate (wider rows: thresholds, atoms).
 VECTOR_INTERVAL_WIDTH = 4
+#: Label rows are counted as labels only while the selection draws hold at most this many
+#: distinct rows: beyond it (20-bit RAPPOR reports: up to 2^20 labels) single labels are seen a
+#: handful of times each, their thousands of candidates only dilute the selection, and the
+#: learned score on the row's coordinates takes over.
+ROW_LABEL_CAP = 2048
 
 
 def _coordinate_candidates(y1: np.ndarray, y2: np.ndarray, j: int, intervals: bool) -> list[Candidates]:
@@ -349,7 +354,9 @@ def vector_candidates(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str 
     blocks: list[Candidates] = []
     numeric = y1.dtype.kind in "biuf" and y2.dtype.kind in "biuf"
     if finite:
-        blocks.append(_row_candidates(y1, y2, "set"))
+        distinct = np.unique(np.concatenate([y1, y2]), axis=0).shape[0] if numeric else 0
+        if distinct <= ROW_LABEL_CAP:
+            blocks.append(_row_candidates(y1, y2, "set"))
         if d > 1 and numeric:
             for j in range(d):
                 part = finite_candidates(y1[:, j], y2[:, j])

@@ -253,6 +253,19 @@ def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.nd
     return [((flat + m).reshape(base.shape), lab) for m, lab in moves]
 
 
+def _lengths(mechanism: Any, preferred: tuple[int, ...]) -> list[int]:
+    """Query-vector lengths to generate: the declared ``length`` attribute, else the preferred
+    lengths the mechanism accepts, else the first other lengths it accepts (a black box built for
+    DP-Sniper's 10 queries takes nothing else)."""
+    length = getattr(mechanism, "length", None)
+    if length is not None:
+        return [int(length)]
+    ok = [k for k in preferred if _accepts(mechanism, np.zeros(k), [])]
+    if ok:
+        return ok
+    return [k for k in (1, 2, 3, 4, 5, 10, 20, 50, 100) if _accepts(mechanism, np.zeros(k), [])][:2]
+
+
 def _score_pairs(mechanism: Any, monotone: bool) -> list[Pair]:
     sens, eps = _unit(mechanism)
     unit = sens * max(1.0, 1.0 / eps)
@@ -265,12 +278,14 @@ def _score_pairs(mechanism: Any, monotone: bool) -> list[Pair]:
             bases.append((a, "example"))
             if a.ndim >= 1 and a.size > 1:
                 bases.append((np.zeros_like(a), "example shape, ties"))
-    for k in (2, 5):
+    for k in _lengths(mechanism, (2, 5)):
         for g in gaps:
             b = np.zeros(k)
             b[0] = g * unit
             bases.append((b, f"k={k}, leader gap {g:g}*sens/eps" if g else f"k={k}, ties"))
-    bases.append((np.concatenate([[0.0], np.full(4, -8.0 * unit)]), "k=5, one candidate far ahead"))
+    for k in _lengths(mechanism, (5,)):
+        if k > 1:
+            bases.append((np.concatenate([[0.0], np.full(k - 1, -8.0 * unit)]), f"k={k}, one candidate far ahead"))
     out: list[Pair] = []
     for b, lab in bases:
         if not _accepts(mechanism, b):
@@ -354,7 +369,7 @@ def _histogram_pairs(mechanism: Any) -> list[Pair]:
     sens, eps = _unit(mechanism)
     unit = sens * max(1.0, 1.0 / eps)
     length = getattr(mechanism, "length", None)
-    ks = [int(length)] if length is not None else [1, 2, 5, 10]
+    ks = _lengths(mechanism, (1, 2, 5, 10))
     bases: list[tuple[np.ndarray, str]] = []
     ex = _example_data(mechanism)
     if ex is not None:

@@ -230,7 +230,7 @@ def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, al
     Only candidates more frequent under the numerator than under the denominator (and above delta)
     can have a positive bound; the score is computed for those (ties: first in candidate order).
     """
-    n_sel = int(y1.size)
+    n_sel = int(np.shape(y1)[0])  # draws, not coordinates: rows of vector outputs count once
     cand = candidates_for(y1, y2, finite, events)
     gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
     best: Choice | None = None

@@ -23,7 +23,12 @@ __all__ = ["build_mechanism", "given_pairs", "check"]
 
 def build_mechanism(spec: dict) -> tuple[Any, str, float | None]:
     """(mechanism, display name, true epsilon or None) from a config ``mechanism:`` mapping."""
-    params = {k: v for k, v in spec.items() if k not in ("zoo", "registry", "peer", "example")}
+    params = {k: v for k, v in spec.items() if k not in ("zoo", "registry", "peer", "suite", "example")}
+    if "suite" in spec:
+        from ...verifiers import suites
+
+        e = suites.get(spec["suite"])
+        return e.mechanism, e.qualified, e.true_epsilon
     if "zoo" in spec:
         from ...verifiers import zoo
 
@@ -47,6 +52,11 @@ def given_pairs(audit: AuditSpec, mech: Any) -> list[tuple[Any, Any, str]]:
     if audit.pairs == "witness":
         w = mech.witness()
         return [(w.d1, w.d2, "witness")]
+    if audit.pairs == "suite":
+        from ...verifiers import suites
+
+        e = suites.get(audit.mechanism["suite"])
+        return [(d1, d2, f"{e.name} pair {i}") for i, (d1, d2) in enumerate(e.pairs)]
     return [(np.asarray(d1), np.asarray(d2), f"pair {i}") for i, (d1, d2) in enumerate(audit.pairs)]
 
 
@@ -81,7 +91,7 @@ def check(aset: AuditSet) -> None:
             errors.append(str(exc))
 
     for a in aset.audits:
-        params = {k: v for k, v in a.mechanism.items() if k not in ("zoo", "registry", "peer", "example")}
+        params = {k: v for k, v in a.mechanism.items() if k not in ("zoo", "registry", "peer", "suite", "example")}
         try:
             mech, _, _ = build_mechanism(a.mechanism)
         except PeerUnavailable as exc:
@@ -90,7 +100,7 @@ def check(aset: AuditSet) -> None:
         except (ValueError, TypeError) as exc:
             err(a, _param_path(exc, params), f"cannot build the mechanism: {exc}")
             continue
-        if a.search:
+        if a.pairs == "search":
             try:
                 pairs_for(mech, a.generator)
             except (ValueError, TypeError, AttributeError) as exc:

@@ -28,7 +28,8 @@ CHECK_FALSE_ALARM = 1e-6
 SUMMARY_COLUMNS = ["audit", "mechanism", "expect", "samples", "repeats", "violations", "epsilon_claimed",
                    "delta_claimed", "true_epsilon", "exact_epsilon", "exact_delta", "epsilon_lower_median",
                    "epsilon_lower_min", "epsilon_lower_max", "epsilon_estimate_median", "delta_lower_median",
-                   "support_violations", "calls_max", "draws_per_dataset_max", "seconds"]
+                   "support_violations", "calls_max", "draws_per_dataset_max", "seconds", "peer_lower",
+                   "vs_peer"]
 
 
 def calibration_limit(repeat: int, alpha: float) -> int:
@@ -83,7 +84,13 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
             "draws_per_dataset_max": int(g["draws_per_dataset"].max()) if "draws_per_dataset" in g
             and g["draws_per_dataset"].notna().any() else 0,
             "seconds": float(g["seconds"].sum()) if "seconds" in g else math.nan,
+            # a peer suite's published lower bound (e.g. DP-Sniper's) beside ours, and our share of it
+            "peer_lower": float(first["peer_lower"]) if "peer_lower" in g and pd.notna(first.get("peer_lower"))
+            else math.nan,
         })
+        r = rows[-1]
+        r["vs_peer"] = (r["epsilon_lower_median"] / r["peer_lower"]
+                        if r["peer_lower"] == r["peer_lower"] and r["peer_lower"] > 0 else math.nan)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -230,7 +237,8 @@ def evaluate_targets(aset: AuditSet, results: pd.DataFrame, wall_seconds: float 
 _COMPACT = [("audit", "audit"), ("expect", "expect"), ("samples", "samples"), ("flagged", "flagged"),
             ("claim", "claim"), ("true_epsilon", "true"), ("exact_epsilon", "exact"),
             ("epsilon_lower_median", "eps_lb"), ("epsilon_estimate_median", "eps_est"),
-            ("delta_lower_median", "delta_lb"), ("support_violations", "support")]
+            ("delta_lower_median", "delta_lb"), ("support_violations", "support"), ("peer_lower", "peer_lb"),
+            ("vs_peer", "vs_peer")]
 
 
 def _claim(eps: float, delta: float) -> str:
@@ -254,7 +262,7 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
             continue
         if col == "support_violations" and not nonzero:
             continue
-        elif col in ("true_epsilon", "exact_epsilon") and not s.notna().any():
+        elif col in ("true_epsilon", "exact_epsilon", "peer_lower", "vs_peer") and not s.notna().any():
             continue
         keep.append((col, name))
     out = t[[c for c, _ in keep]].copy()

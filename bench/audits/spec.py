@@ -20,8 +20,11 @@ One audit::
                  # or {registry: exponential, ...params} / {registry: NAME, example: true}
                  # or {registry: all} (one audit per registered mechanism, from example())
                  # or {peer: diffprivlib_median, ...params} (bench.peers)
+                 # or {suite: dpsniper/NoisyHist2} (a peer suite's mechanism, verifiers.suites)
       expect: broken                   # correct (default) | broken | calibration
-      pairs: witness                   # witness (zoo) | search | [[d1, d2], ...]
+      pairs: witness                   # witness (zoo) | search | suite | [[d1, d2], ...]
+                                       #   suite: the suite's own input pairs, searched with one
+                                       #   certification (samples = total calls, as for search)
       samples: [1500, 10000, 100000]   # per dataset (pairs given) or total budget (search)
       repeat: 1                        # seeds per sample size
       events: all                      # all | thresholds
@@ -74,7 +77,8 @@ CHECKS = ("violated", "epsilon_lower_at_least", "support_violation", "false_viol
           "wall_time_at_most")
 TARGET_KEYS = ("id", "text", "check", "audit", "audits", "samples", "value", "max", "max_draws_per_dataset",
                "min_rate")
-GENERATORS = ("auto", "values", "bits", "scores", "records", "labels")
+GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histograms", "units")
+MECHANISM_KINDS = ("zoo", "registry", "peer", "suite")
 #: Largest sample size (draws per dataset, or total calls of a search) of one audit task. The
 #: verifier holds every draw of a dataset in memory at once (8 bytes each, two datasets), so
 #: 10^8 already needs 1.6 GB; larger budgets are repeats, not bigger tasks.
@@ -91,7 +95,7 @@ class AuditSpec:
     id: str
     mechanism: dict
     expect: str
-    pairs: Any  # "witness" | "search" | tuple of (d1, d2)
+    pairs: Any  # "witness" | "search" | "suite" | tuple of (d1, d2)
     samples: tuple[int, ...]
     repeat: int
     events: str
@@ -104,7 +108,8 @@ class AuditSpec:
 
     @property
     def search(self) -> bool:
-        return self.pairs == "search"
+        """A search over pairs with one certification: generated pairs, or a suite's own pairs."""
+        return self.pairs in ("search", "suite")
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,10 @@ def _mechanism_names(kind: str) -> list[str]:
         from ... import mechanisms
 
         return ["all", *mechanisms.available()]
+    if kind == "suite":
+        from ...verifiers import suites
+
+        return [e.qualified for s in suites.suites() for e in suites.entries(s)]
     from .. import peers
 
     return list(peers.AUDIT_PEERS)
@@ -181,6 +190,8 @@ def _mechanism_params(kind: str, name: str) -> list[str]:
         from ... import mechanisms
 
         return list(mechanisms.registry.parameters(name))
+    if kind == "suite":
+        return []  # a suite entry is the paper's instance: no parameters
     from .. import peers
 
     return list(peers.parameters(name))
@@ -198,20 +209,21 @@ def _is_word(v: Any) -> bool:
 
 
 def _parse_mechanism(c: Ctx, raw: Any) -> dict:
-    """``mechanism:``: exactly one of zoo/registry/peer with a known name; parameter names known;
-    epsilon, delta and sensitivity in range whatever the mechanism."""
+    """``mechanism:``: exactly one of zoo/registry/peer/suite with a known name; parameter names
+    known; epsilon, delta and sensitivity in range whatever the mechanism."""
     if raw is None:
-        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer: and the parameters")
+        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer:, suite: and the parameters")
     c.require_mapping(raw, "mechanism")
-    kinds = [k for k in ("zoo", "registry", "peer") if k in raw]
+    kinds = [k for k in MECHANISM_KINDS if k in raw]
     if len(kinds) != 1:
-        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:"
+        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:, suite:"
                 + (f" (got {', '.join(kinds)})" if kinds else ""))
     kind = kinds[0]
     name = raw[kind]
     names = _mechanism_names(kind)
     if not isinstance(name, str) or name not in names:
-        what = {"zoo": "zoo mechanism", "registry": "mechanism", "peer": "peer mechanism"}[kind]
+        what = {"zoo": "zoo mechanism", "registry": "mechanism", "peer": "peer mechanism",
+                "suite": "suite mechanism"}[kind]
         c.error(f"mechanism.{kind}", f"unknown {what} {name!r}; accepted: {', '.join(names)}")
     params = {k: v for k, v in raw.items() if k not in (kind, "example")}
     if "example" in raw:
@@ -231,7 +243,8 @@ def _parse_mechanism(c: Ctx, raw: Any) -> dict:
         accepted = _mechanism_params(kind, name)
         for p in params:
             if p not in accepted:
-                c.error(f"mechanism.{p}", f"unknown parameter of {kind} {name!r}; accepted: {', '.join(accepted)}")
+                c.error(f"mechanism.{p}", f"unknown parameter of {kind} {name!r}; accepted: "
+                        f"{', '.join(accepted) or 'none (a suite entry is the paper’s own instance)'}")
     if "epsilon" in params:
         c.number(raw, "epsilon", lo=0.0, lo_open=True, path="mechanism")
     if "delta" in params:
@@ -272,10 +285,10 @@ def _check_dataset(c: Ctx, d: Any, path: str) -> Any:
 
 
 def _parse_pairs(c: Ctx, raw: Any) -> Any:
-    if raw in ("witness", "search"):
+    if raw in ("witness", "search", "suite"):
         return raw
     if not isinstance(raw, list) or not raw:
-        c.error("pairs", f"must be witness, search or a non-empty list of [d1, d2] pairs, got {raw!r}")
+        c.error("pairs", f"must be witness, search, suite or a non-empty list of [d1, d2] pairs, got {raw!r}")
     out = []
     for i, p in enumerate(raw):
         if not isinstance(p, list) or len(p) != 2:
@@ -311,9 +324,12 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
         c.error("id", f"must use letters, digits, _ . - only, got {aid!r}")
     mech = _parse_mechanism(c, raw.get("mechanism"))
     expect = c.choice(raw, "expect", ("correct", "broken", "calibration"), "correct")
-    pairs = _parse_pairs(c, raw.get("pairs", "witness"))
+    pairs = _parse_pairs(c, raw.get("pairs", "suite" if "suite" in mech else "witness"))
     if pairs == "witness" and "zoo" not in mech:
-        c.error("pairs", "witness pairs exist only for zoo mechanisms; use search or a list of pairs")
+        c.error("pairs", "witness pairs exist only for zoo mechanisms; use search, suite (suite mechanisms) "
+                "or a list of pairs")
+    if pairs == "suite" and "suite" not in mech:
+        c.error("pairs", "suite pairs exist only for suite mechanisms; use witness (zoo), search or a list of pairs")
     samples = _parse_samples(c, raw)
     repeat = int(c.number(raw, "repeat", 1, lo=1, hi=MAX_REPEAT, integer=True))
     max_samples, max_repeat = caps

@@ -54,6 +54,17 @@ def exact_over_pairs(mech: Any, generator: str) -> dict[str, Any]:
             "allpairs_exact_d2": format_data(p.d2), "allpairs_exact_message": ""}
 
 
+def _published(name: str) -> dict[str, Any]:
+    """The bound the suite's own tool published for this mechanism (the best of its variants)."""
+    from ...verifiers import suites
+
+    pub = suites.get(name).published
+    if not pub:
+        return {"peer_lower": math.nan, "peer_source": ""}
+    best = max(pub, key=lambda k: pub[k])
+    return {"peer_lower": float(pub[best]), "peer_source": best}
+
+
 def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Generator) -> dict[str, Any]:
     """Audit ``a`` at ``samples`` (per dataset, or the total budget of a search), seeded from ``rng``.
 
@@ -68,9 +79,19 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
                            "mechanism": name}
     row["true_epsilon"] = a.true_epsilon if a.true_epsilon is not None else (true_eps if true_eps is not None else math.nan)
     kw = {} if a.selection is None else {"selection": a.selection}
-    if a.search:
+    if a.pairs == "suite":
+        # the suite's own input pairs, searched by successive halving with one certification
+        from ...verifiers import Pair
+
+        pairs = [Pair(d1, d2, lab) for d1, d2, lab in given_pairs(a, mech)]
+        v = verifiers.search(mech, generator=pairs, budget=samples, alpha=a.alpha, rng=seed, **kw)
+        label = v.witness.pair_label if v.witness else ""
+        row.update(_published(a.mechanism["suite"]))
+    elif a.search:
         v = verifiers.search(mech, generator=a.generator, budget=samples, alpha=a.alpha, rng=seed, **kw)
         label = v.witness.pair_label if v.witness else ""
+        if "suite" in a.mechanism:
+            row.update(_published(a.mechanism["suite"]))
     else:
         best = None
         pairs = given_pairs(a, mech)
@@ -93,6 +114,6 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
             row.update(verifiers.exact(mech, v.witness.d1, v.witness.d2).row())
         except (ValueError, NotImplementedError) as exc:
             row["exact_method"] = f"n/a: {str(exc)[:80]}"
-    if a.search and a.exact and repeat == 0 and samples == a.samples[0]:
+    if a.pairs == "search" and a.exact and repeat == 0 and samples == a.samples[0]:
         row.update(exact_over_pairs(mech, a.generator))
     return row

@@ -464,13 +464,10 @@ def test_log_density_rejects_wrong_width():
         mech.log_density(data, np.zeros((4, 2)))
 
 
-def test_m29_n1e4_under_a_second():
-    import time
-
+def test_m29_n1e4_gives_sorted_rows():
+    # The cost target (m = 29, n = 10^4 in <= 1 s per batch) is measured by a benchmark, never
+    # asserted as a time in a test.
     x = np.random.default_rng(0).normal(0, 5, 10_000)
     mech = Q.JointQuantiles(1.0, -100.0, 100.0, tuple(np.arange(1, 30) / 30))
-    t0 = time.perf_counter()
     out = mech.sample(x, size=100, rng=0)
-    took = time.perf_counter() - t0
     assert out.shape == (100, 29) and np.all(np.diff(out, axis=1) >= 0)
-    assert took < 3.0  # target <= 1 s on 2 cores; slack for a loaded machine

@@ -207,14 +207,15 @@ def test_count_draws_holds_bounded_blocks():
 def test_search_skips_and_reports_pairs_that_raise():
     def fn(d, n, rng):
         d = np.asarray(d, dtype=float)
-        if d.size == 5:
-            raise OverflowError("five bins overflow")
+        if d.max() >= 4:  # the generator's "one bin far ahead" vectors
+            raise OverflowError("a bin of 4 overflows")
         return d + rng.laplace(size=(n, d.size))
 
     m = verifiers.wrap(fn, epsilon=1.0, neighbours="one_differ", sensitivity=1.0)
     v = verifiers.search(m, budget=20000, rng=0)
     skipped = v.extra["skipped_pairs"]
-    assert skipped and all("OverflowError: five bins overflow" in s["error"] for s in skipped)
+    assert skipped and all("OverflowError: a bin of 4 overflows" in s["error"] for s in skipped)
+    assert all("far ahead" in s["pair"] for s in skipped)
     # a pair the user gave is a contract: the error is raised
     with pytest.raises(OverflowError):
-        verifiers.search(m, generator=[(np.zeros(5), np.eye(5)[0])], budget=2000, rng=0)
+        verifiers.search(m, generator=[(np.full(5, 4.0), np.full(5, 4.0) + np.eye(5)[0])], budget=2000, rng=0)
