@@ -219,3 +219,23 @@ def test_search_skips_and_reports_pairs_that_raise():
     # a pair the user gave is a contract: the error is raised
     with pytest.raises(OverflowError):
         verifiers.search(m, generator=[(np.full(5, 4.0), np.full(5, 4.0) + np.eye(5)[0])], budget=2000, rng=0)
+
+
+# -- soundness on tight correct controls with vector outputs (V5) -------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dpsniper/NoisyHist1", "dpsniper/SparseVectorTechnique1", "dpsniper/Rappor"])
+def test_vector_controls_false_violation_rate(name):
+    """Correct mechanisms at their exact epsilon (NoisyHist1: tight at 0.1; SVT1: the supremum 0.1
+    is approached; Rappor: claim = its exact epsilon): over 200 seeds an alpha = 0.05 audit must
+    flag at most the 1 - 1e-4 quantile of Bin(200, 0.05) times, whatever events (vector, pattern,
+    label, learned) the selection picks. Each control is audited on every one of its suite pairs in
+    turn (seed s on pair s mod #pairs), so the most lopsided pair is among them."""
+    from dpharness.verifiers import suites
+
+    e = suites.get(name)
+    flags = 0
+    for s in range(200):
+        d1, d2 = e.pairs[s % len(e.pairs)]
+        flags += verifiers.audit(e.mechanism, d1, d2, samples=2000, rng=s).violated
+    assert flags <= stats.binom.ppf(1 - 1e-4, 200, 0.05), flags
