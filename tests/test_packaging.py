@@ -97,6 +97,15 @@ def test_wheel_installs_only_the_dpharness_namespace(wheels):
         assert f"dpharness/bench/schemas/{s.name}" in names, f"{s.name} is not packaged (pyproject package-data)"
 
 
+def test_wheel_ships_the_pytest_plugin(wheels):
+    """dpharness.testing is in the wheel and registered as a pytest plugin (entry point pytest11)."""
+    zf = zipfile.ZipFile(wheels["dpharness"])
+    assert "dpharness/testing.py" in zf.namelist()
+    eps = next(n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt"))
+    text = zf.read(eps).decode()
+    assert "[pytest11]\ndpharness = dpharness.testing" in text, text
+
+
 AUDIT = textwrap.dedent("""\
     name: side_by_side
     seed: 3
