@@ -185,7 +185,8 @@ def test_yaml_syntax_and_top_level_shape(tmp_path):
 def test_unknown_experiment_kind(tmp_path):
     msg = err(tmp_path, lambda r: r.update(experiment="median_acc"))
     assert msg.startswith("experiment: unknown experiment kind 'median_acc' (did you mean 'median_accuracy'?); accepted: ")
-    assert "median_accuracy, private_mode" in msg
+    names = msg.split("accepted: ", 1)[1].split(", ")
+    assert names == sorted(names) and {"median_accuracy", "private_mode", "pf_vs_em", "topk_utility"} <= set(names)
 
 
 def test_ctx_helpers_messages():

@@ -413,6 +413,14 @@ def test_textbook_figures_are_readable(name, tmp_path):
     assert_readable(_capture_run(ROOT / "configs" / f"{name}.yaml", tmp_path, quick=True))
 
 
+REPRODUCTIONS = ["pf_vs_em", "topk_utility"]  # issue 13: McKenna & Sheldon 2020; top-k at equal privacy
+
+
+@pytest.mark.parametrize("name", REPRODUCTIONS)
+def test_reproduction_figures_are_readable(name, tmp_path):
+    assert_readable(_capture_run(ROOT / "configs" / f"{name}.yaml", tmp_path, quick=True))
+
+
 def test_laplace_histogram_title_fits_with_one_epsilon(tmp_path):
     raw = _raw("laplace_from_exponential", epsilons=[1], loss_epsilons=[1], draws=200, grid_points=201)
     figs = dict(_capture_run(raw, tmp_path))
