@@ -30,6 +30,7 @@ _RESERVED = {
     "lower": "comes from the top-level lower/upper output range",
     "upper": "comes from the top-level lower/upper output range",
     "q": "comes from the top-level q (statistic: quantile)",
+    "quantiles": "comes from the top-level q (a one-level list [q]; the median is [0.5])",
 }
 _TASK_FIELDS = ("data", "n", "q", "mechanism", "epsilon", "dataset", "name")
 METRICS = {"abs_error": "mean_abs_error", "sq_error": "mean_sq_error"}
@@ -54,6 +55,8 @@ class MechSpec:
                 kw[k] = float(v)
         if "q" in accepted:
             kw["q"] = float(q)
+        elif "quantiles" in accepted:  # a many-quantile mechanism (e.g. independent_quantiles) at m = 1
+            kw["quantiles"] = [float(q)]
         if "clip_output" in accepted and "clip_output" not in kw:
             kw["clip_output"] = spec.clip_output
         return kw
@@ -211,7 +214,8 @@ def _parse_mechanisms(raw: dict, ctx: Ctx, spec: Spec) -> tuple[MechSpec, ...]:
                     c.report(f"{k}[{j}]" if isinstance(v, list) else k, f"must be a scalar (number, string or true/false), got {val!r}")
         if c.failed(""):
             continue  # building it would only repeat the mistakes above
-        if spec.statistic == "quantile" and "q" not in accepted and any(q != 0.5 for q in spec.q):
+        if spec.statistic == "quantile" and "q" not in accepted and "quantiles" not in accepted \
+                and any(q != 0.5 for q in spec.q):
             c.report("name", f"{name} has no q parameter, so it cannot estimate quantiles q={', '.join(map(format_value, spec.q))}")
             continue
         varying = [k for k, v in axes.items() if len(v) > 1]
