@@ -147,6 +147,13 @@ def _certified_gl(
     return out
 
 
+def _wsum(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """sum_i weights[i] * x[i, ...] (``weights @ x``) by numpy's pairwise summation, not BLAS."""
+    x = np.asarray(x, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * (x.ndim - 1))
+    return np.sum(w * x, axis=0)
+
+
 def _log_prod_others(g: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     """log prod_{s != r} F_s for every group r: sum_s cnt_s g_s - g_r, with g_s = log F_s <= 0.
 
@@ -157,8 +164,10 @@ def _log_prod_others(g: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     """
     zero = np.isneginf(g)
     fin = np.where(zero, 0.0, g)
-    s_fin = cnt @ fin  # (T,)
-    n_zero = cnt @ zero  # (T,) number of zero factors, ties counted
+    # weighted sums without BLAS: numpy's pairwise sums give the same bits whatever the thread
+    # count, so runs are bit-identical for any --jobs (a BLAS product is not)
+    s_fin = _wsum(cnt, fin)  # (T,)
+    n_zero = _wsum(cnt, zero)  # (T,) number of zero factors, ties counted
     others_zero = n_zero[None, :] - zero > 0.5
     out = s_fin[None, :] - fin
     return np.where(others_zero, -np.inf, out)
@@ -214,10 +223,10 @@ def pf_log_prob(z: Any, rtol: float = RTOL) -> np.ndarray:
             hi = (c + delta)[:, None]
             m2 = np.maximum((1 - q * lo) ** 2, (1 - q * hi) ** 2) + (q * eta[:, None]) ** 2
             lm = 0.5 * np.log(m2)  # log max |1 - q t| on the rectangle
-            return (lm @ cnt)[:, None] - lm
+            return _wsum(cnt, lm.T)[:, None] - lm
 
         # Lower bound: the integrand decreases in t, so the integral is >= t0 * integrand(t0).
-        mass = float(cnt @ q)
+        mass = float(_wsum(cnt, q))
         t0 = np.minimum(0.5, np.array([0.25, 0.5, 1.0, 2.0]) / mass)
         lower = np.max(np.log(t0)[None, :] + log_integrand(t0), axis=1)
         breaks = [0.0]
@@ -292,13 +301,13 @@ def laplace_rnm_log_prob(v: Any, rtol: float = RTOL) -> np.ndarray:
     def log_integrand(y: np.ndarray) -> np.ndarray:
         diff = y[None, :] - w[:, None]
         g = _log_laplace_cdf(diff)
-        return _log_laplace_pdf(diff) + (cnt @ g)[None, :] - g
+        return _log_laplace_pdf(diff) + _wsum(cnt, g)[None, :] - g
 
     # Proven lower bound of each probability.
     z0 = np.array([0.0, math.log(total), math.log(total) + 1.0, math.log(total) + 3.0])
     diff0 = z0[None, :] - w[:, None]
     g0 = _log_laplace_cdf(diff0)
-    lower = np.max(_log_laplace_sf(diff0) + (cnt @ g0)[None, :] - g0, axis=1)
+    lower = np.max(_log_laplace_sf(diff0) + _wsum(cnt, g0)[None, :] - g0, axis=1)
 
     # Upper cut: int_{y_hi}^inf f(y - v_r) dy = exp(v_r - y_hi)/2 <= rtol/4 * lower.
     y_hi = max(1.0, float(np.max(w + LOG_HALF - math.log(rtol / 4) - lower)))
@@ -307,11 +316,11 @@ def laplace_rnm_log_prob(v: Any, rtol: float = RTOL) -> np.ndarray:
         x = w[qi]
         diff = x - w
         g = _log_laplace_cdf(diff)
-        logg = _log_laplace_pdf(diff) + float(cnt @ g) - g
+        logg = _log_laplace_pdf(diff) + float(_wsum(cnt, g)) - g
         above = w >= x
         with np.errstate(over="ignore"):
             s_cdf = np.where(above, 1.0, 1.0 / (2.0 * np.exp(np.maximum(diff, 0.0)) - 1.0))
-        slope = float(cnt @ s_cdf) - s_cdf + np.where(above, 1.0, -1.0)  # left derivatives
+        slope = float(_wsum(cnt, s_cdf)) - s_cdf + np.where(above, 1.0, -1.0)  # left derivatives
         if not np.all(slope > 0):
             return False
         return bool(np.all(logg - np.log(slope) <= math.log(rtol / 4) + lower))
@@ -331,7 +340,7 @@ def laplace_rnm_log_prob(v: Any, rtol: float = RTOL) -> np.ndarray:
     def log_bound(a: float, c: float, delta: np.ndarray, eta: np.ndarray) -> np.ndarray:
         above = w >= c  # by construction every other score is <= a
         n_up = float(cnt[above].sum())
-        s_up = float(cnt[above] @ (LOG_HALF - w[above]))
+        s_up = float(_wsum(cnt[above], LOG_HALF - w[above]))
         lo = a - delta[:, None]
         hi = c + delta[:, None]
         # Exponential branches -- F(y - w_h) = e^{y - w_h}/2 for scores above the piece, and the own
@@ -348,13 +357,13 @@ def laplace_rnm_log_prob(v: Any, rtol: float = RTOL) -> np.ndarray:
             _log_mod_one_minus(LOG_HALF - (hi - w), sin2), _log_mod_one_minus(LOG_HALF - (lo - w), sin2)
         )
         lm_down = np.where(above, 0.0, lm_down)
-        return lin + (lm_down @ cnt)[:, None] - lm_down
+        return lin + _wsum(cnt, lm_down.T)[:, None] - lm_down
 
     edges = list(w[qi:]) + [y_hi]
     pieces = list(zip(edges[:-1], edges[1:]))
     log_int = _certified_gl(pieces, log_integrand, log_bound, math.log(rtol / 2) + lower, y_hi - x_lo)
     if qi == 0:
-        tail = total * LOG_HALF + float(cnt @ (w[0] - w)) - math.log(total)
+        tail = total * LOG_HALF + float(_wsum(cnt, w[0] - w)) - math.log(total)
         log_int = np.logaddexp(log_int, tail)
     out[finite] = log_int[inv]
     return out
