@@ -13,7 +13,8 @@ exact law where it is easy: ``support``/``log_prob`` or ``distribution``), plus
 (:class:`mechanisms.contracts.KnownLoss` is that contract.) The entries live in three modules --
 :mod:`verifiers.zoo_finite` (index outputs), :mod:`verifiers.zoo_real` (real outputs),
 :mod:`verifiers.zoo_medians` (private medians), :mod:`verifiers.zoo_vectors` (vector outputs and
-record-level units: ``structured`` entries) -- and are registered in the one mechanism
+record-level units) and :mod:`verifiers.zoo_selection` (JointExp and top-k selection; these two are
+the ``structured`` entries) -- and are registered in the one mechanism
 registry under the namespace ``zoo`` (``mechanisms.make("zoo/em_missing_half")`` works too), so
 that the default namespace and ``dpharness list`` stay about real mechanisms. This module is the
 zoo's API: :func:`make`, :func:`available`, :func:`get`, :func:`entries`, and every entry class.
@@ -31,6 +32,8 @@ from .zoo_medians import ZooDuffMedian, ZooSSMedian, ZooSSMedianBigBeta, ZooSSMe
 from .zoo_real import ZooLaplace, ZooLaplaceInvertedScale, ZooRNMExponentialValue, ZooRNMLaplaceValue
 from .zoo_vectors import (ZooNoisyHistogram, ZooNoisyHistogramHalfNoise, ZooTopKGumbel, ZooTopKTop1Scale,
                           ZooUserCount, ZooUserCountOneRecord)
+from .zoo_selection import (ZooJointExp, ZooJointExpSingleSensitivity, ZooTopKLaplace, ZooTopKLaplaceTop1Scale,
+                            ZooTopKPeelingEM, ZooTopKPeelingReusedUniform)
 
 __all__ = ["ZOO", "ZooEntry", "ZooWitness", "zoo_register", "make", "available", "get", "entries",
            "rnm_index_log_prob",
@@ -38,7 +41,8 @@ __all__ = ["ZOO", "ZooEntry", "ZooWitness", "zoo_register", "make", "available",
            "ZooRNMSharedNoise", "ZooPermuteAndFlip", "ZooRNMLaplaceValue", "ZooRNMExponentialValue", "ZooEM",
            "ZooEMMissingHalf", "ZooDuffMedian", "ZooSSMedian", "ZooSSMedianLocal", "ZooSSMedianBigBeta",
            "ZooNoisyHistogram", "ZooNoisyHistogramHalfNoise", "ZooUserCount", "ZooUserCountOneRecord",
-           "ZooTopKGumbel", "ZooTopKTop1Scale"]
+           "ZooTopKGumbel", "ZooTopKTop1Scale", "ZooJointExp", "ZooJointExpSingleSensitivity", "ZooTopKPeelingEM",
+           "ZooTopKPeelingReusedUniform", "ZooTopKLaplace", "ZooTopKLaplaceTop1Scale"]
 
 
 def available(broken: bool | None = None, structured: bool | None = None) -> list[str]:

@@ -27,7 +27,7 @@ def test_default_namespace_lists_only_real_mechanisms():
 
 def test_zoo_is_a_namespace_of_the_one_registry():
     assert zoo.available() == registry.available(ZOO)
-    assert len(zoo.available()) == 21 and len(zoo.available(structured=True)) == 6
+    assert len(zoo.available()) == 27 and len(zoo.available(structured=True)) == 12
     everything = registry.available(None)
     assert set(everything) == set(REAL) | {f"zoo/{n}" for n in zoo.available()}
     # the same plain name in two namespaces: two different classes

@@ -89,11 +89,15 @@ def test_zoo_entries_live_in_the_module_of_their_output_kind():
         "laplace", "laplace_inverted_scale", "rnm_laplace_value", "rnm_exponential_value"}
     assert {n for n, m in where.items() if m == "zoo_medians"} == {
         "duff_median", "ss_median", "ss_median_local", "ss_median_big_beta"}
-    assert {n for n, m in where.items() if m == "zoo_vectors"} == set(zoo.available(structured=True)) == {
+    assert {n for n, m in where.items() if m == "zoo_vectors"} == {
         "noisy_histogram", "noisy_histogram_half_noise", "user_count", "user_count_one_record", "topk_gumbel",
         "topk_top1_scale"}
+    assert {n for n, m in where.items() if m == "zoo_selection"} == {
+        "joint_exp", "joint_exp_single_sensitivity", "topk_peeling_em", "topk_peeling_reused_uniform", "topk_laplace",
+        "topk_laplace_top1_scale"}
+    assert {n for n, m in where.items() if m in ("zoo_vectors", "zoo_selection")} == set(zoo.available(structured=True))
     for e in zoo.entries():
-        if where[e.name] != "zoo_vectors":
+        if where[e.name] not in ("zoo_vectors", "zoo_selection"):
             assert e.cls.kind == ("finite" if where[e.name] == "zoo_finite" else "real"), e.name
     assert zoo.ZooLaplace is zoo_real.ZooLaplace and zoo.ZooSSMedian is zoo_medians.ZooSSMedian
 
