@@ -31,7 +31,7 @@ DEFAULT_SEARCH_SELECTION = 0.4
 
 
 def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float = 0.05, rng: Any = None,
-           selection: float = DEFAULT_SEARCH_SELECTION) -> Verdict:
+           selection: float = DEFAULT_SEARCH_SELECTION, sequential: bool = False) -> Verdict:
     """Search neighbouring pairs for a privacy violation and certify the best witness.
 
     Parameters
@@ -52,6 +52,10 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
         Seed, Generator, SeedSequence or None (the integer seed used is in the witness).
     selection
         Share of the budget used for selection.
+    sequential
+        Certify the winner sequentially (:mod:`verifiers.sequential`): its selection draws start
+        the pool, fresh batches of at most the certification budget per dataset follow, and the
+        audit stops as soon as a violation is certified.
 
     Returns
     -------
@@ -62,6 +66,9 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     budget = check_samples(budget, "budget", minimum=8)
     alpha = bounds.check_alpha(alpha)
     check_selection(selection)
+    from .sequential import check_sequential, sequential_certify
+
+    sequential = check_sequential(sequential)
     pairs = pairs_for(mechanism, generator)
     # Pairs the verifier generated may hit inputs the mechanism cannot handle (OverflowError,
     # IndexError, ...): such a pair is skipped and reported. Pairs the user gave are a contract:
@@ -119,6 +126,13 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     # Certification draws are Poisson(lam) per dataset (exact conditional bounds); lam keeps a
     # 3-sigma margin so that the total stays within the budget with probability > 0.998.
     lam = max(1, int(n_cert - 3.0 * math.sqrt(n_cert)))
+    if sequential:  # fixed batch sizes: exactly n_cert per dataset at most, no Poisson margin needed
+        v = sequential_certify(mechanism, p.d1, p.d2, pool1=ys[best][0], pool2=ys[best][1], budget=n_cert,
+                               alpha=alpha, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P,
+                               label=p.label)
+        if skipped:
+            v.extra["skipped_pairs"] = skipped
+        return v
     v = certify(mechanism, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,
                 alpha1=a1, alpha2=a2, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P, label=p.label,
                 alpha=alpha)

@@ -361,7 +361,8 @@ def check_selection(selection: Any, name: str = "selection") -> float:
 
 def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05, rng: Any = None,
           event: Event | None = None, direction: str | None = None,
-          selection: float = DEFAULT_SELECTION, events: str = "all", check_pair: bool = True) -> Verdict:
+          selection: float = DEFAULT_SELECTION, events: str = "all", check_pair: bool = True,
+          sequential: bool = False) -> Verdict:
     """Certified lower bound on the privacy loss of ``mechanism`` between ``d1`` and ``d2``.
 
     Parameters
@@ -390,6 +391,10 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         complements) or ``"thresholds"`` (thresholds and atoms only: fewer candidates, and the
         family :func:`verifiers.power.audit_power` can analyse). Finite outputs always use every
         output and unions.
+    sequential
+        Anytime-valid audit (:mod:`verifiers.sequential`): draw in growing batches, at most
+        ``samples`` per dataset, and stop as soon as a violation is certified (``Verdict.extra``
+        says ``looks`` and ``stopped``; ``calls`` are the draws actually made).
 
     Returns
     -------
@@ -416,6 +421,11 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         check_neighbours(d1, d2, mechanism.claim)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)
+    from .sequential import check_sequential, sequential_audit
+
+    if check_sequential(sequential):
+        return sequential_audit(mechanism, d1, d2, samples=samples, alpha=alpha, seed=seed, events=events,
+                                event=event, direction=direction)
     if event is not None:
         if direction is not None:
             a1, a2 = (alpha, 0.0) if dl_c == 0.0 else (alpha / 2, alpha / 2)

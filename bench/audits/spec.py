@@ -33,6 +33,8 @@ One audit::
       true_epsilon: 2.5                # optional; zoo mechanisms know theirs
       alpha: 0.05                      # optional override
       selection: 0.3                   # optional share of samples used to select the event
+      sequential: false                # true: anytime-valid audit, stops at the first certified
+                                       #   violation (verifiers.sequential; samples = the budget)
 
 ``expect``: *correct* -- any violation fails the run (exit 1); *broken* -- a positive control that
 must be flagged at its largest sample size in every repeat (a miss fails the run); *calibration*
@@ -72,7 +74,7 @@ _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Top-level keys of an audit config besides the common ones (name, seed, description, quick).
 KIND_KEYS = ("alpha", "audits", "targets", "max_samples", "max_repeat")
 AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
-              "true_epsilon", "alpha", "selection")
+              "true_epsilon", "alpha", "selection", "sequential")
 CHECKS = ("violated", "epsilon_lower_at_least", "support_violation", "false_violation_rate", "calls_at_most",
           "wall_time_at_most")
 TARGET_KEYS = ("id", "text", "check", "audit", "audits", "samples", "value", "max", "max_draws_per_dataset",
@@ -105,6 +107,7 @@ class AuditSpec:
     alpha: float
     selection: float | None
     index: int = 0
+    sequential: bool = False
 
     @property
     def search(self) -> bool:
@@ -348,9 +351,10 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
     te = c.number(raw, "true_epsilon", None, lo=0.0)
     a = float(c.number(raw, "alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     sel = c.number(raw, "selection", None, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    seq = bool(c.get(raw, "sequential", bool, False))
     base = dict(expect=expect, pairs=pairs, samples=samples, repeat=repeat, events=events, exact=exact,
                 generator=generator, true_epsilon=None if te is None else float(te), alpha=a,
-                selection=None if sel is None else float(sel), index=i)
+                selection=None if sel is None else float(sel), index=i, sequential=seq)
     if mech.get("registry") == "all":
         if pairs != "search":
             c.error("pairs", "registry: all needs pairs: search (pairs come from each mechanism's generator)")

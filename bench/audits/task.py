@@ -79,6 +79,8 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
                            "mechanism": name}
     row["true_epsilon"] = a.true_epsilon if a.true_epsilon is not None else (true_eps if true_eps is not None else math.nan)
     kw = {} if a.selection is None else {"selection": a.selection}
+    if a.sequential:
+        kw["sequential"] = True
     if a.pairs == "suite":
         # the suite's own input pairs, searched by successive halving with one certification
         from ...verifiers import Pair
@@ -107,6 +109,9 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
     row["summary"] = v.summary
     if v.witness is not None:
         row["draws_per_dataset"] = int(v.witness.selection_samples + max(v.witness.draws))
+    if v.extra.get("sequential"):
+        row["sequential_looks"] = int(v.extra["looks"])
+        row["sequential_stopped"] = str(v.extra["stopped"])
     # Exact loss of the certified pair: once per sample size for given pairs (the pair is the
     # same in every repeat, and some laws need quadratures), on every search (pairs differ).
     if a.exact and v.witness is not None and (repeat == 0 or a.search):
