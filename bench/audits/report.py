@@ -122,6 +122,8 @@ def judge(aset: AuditSet, results: pd.DataFrame, table: pd.DataFrame) -> list[st
             problems.append(f"{r.get('audit', r.get('task'))} (samples {r.get('samples')}, repeat {r.get('repeat')}): "
                             f"task error: {r['message']}")
     ok = _ok(results)
+    capped = {aid for aid, gone in aset.dropped if gone and max(gone) > max(a.samples for a in aset.audits
+                                                                             if a.id == aid)}
     for a in aset.audits:
         t = table[table["audit"] == a.id]
         if t.empty:
@@ -136,7 +138,7 @@ def judge(aset: AuditSet, results: pd.DataFrame, table: pd.DataFrame) -> list[st
                 if r["violations"] > lim:
                     problems.append(f"{a.id}: {r['violations']}/{r['repeats']} false violations at {r['samples']} "
                                     f"samples exceed the binomial bound {lim} (alpha {a.alpha})")
-        else:
+        elif a.id not in capped:  # a positive control is judged at its full budget only, not under --quick caps
             top = t[t["samples"] == t["samples"].max()].iloc[0]
             if top["violations"] < top["repeats"]:
                 problems.append(f"{a.id}: broken mechanism NOT flagged at its largest budget "
