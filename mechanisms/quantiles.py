@@ -218,6 +218,8 @@ class JointQuantiles(_Quantiles):
     domain: str = "continuous"
     step: float | None = None
     recursion: str = "geometric"
+    #: exact mode (verifiers.exact_vector) reads the law through forward() / log_density()
+    exact_vector_law: ClassVar[str] = "joint_exp"
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -368,6 +370,8 @@ class IndependentQuantiles(_Quantiles):
     delta: float | None = None
     domain: str = "continuous"
     step: float | None = None
+    #: exact mode (verifiers.exact_vector) reads the law through marginal()
+    exact_vector_law: ClassVar[str] = "independent"
 
     def __post_init__(self) -> None:
         self._validate_common()

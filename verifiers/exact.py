@@ -124,11 +124,16 @@ def exact(mechanism: Any, d1: Any, d2: Any) -> ExactLoss:
     """Exact privacy loss of ``mechanism`` between ``d1`` and ``d2``.
 
     Needs finite ``support``/``log_prob`` or ``distribution(data)`` returning a piecewise,
-    grid_runs or location_scale law (``ValueError`` otherwise). For a pure claim, ``violated`` is
+    grid_runs or location_scale law, or a sorted-vector law declared by ``exact_vector_law``
+    (:mod:`verifiers.exact_vector`; ``ValueError`` otherwise). For a pure claim, ``violated`` is
     ``epsilon > claimed epsilon``; for an (epsilon, delta) claim it is
     ``delta(claimed epsilon) > claimed delta`` (hockey-stick divergence).
     """
     claim = _claim_of(mechanism)
+    from .exact_vector import exact_vector, vector_law_of  # sorted-vector laws (many quantiles)
+
+    if vector_law_of(mechanism) is not None:
+        return exact_vector(mechanism, d1, d2, claim)
     A = _canonical_of(mechanism, d1)
     B = _canonical_of(mechanism, d2)
     return loss_between(A, B, epsilon_claimed=float(claim.epsilon), delta_claimed=float(claim.delta))

@@ -142,11 +142,9 @@ def test_correct_zoo_controls_within_claim_on_their_witnesses():
 
 def test_registered_mechanisms_exact_on_example_pairs():
     # Every registered mechanism with an exact law exact mode reads (finite log_prob or a
-    # univariate distribution) holds its claim on its generated pairs. The many-quantile
-    # mechanisms release sorted rows of reals (exact log_density, no such law): statistical only.
+    # univariate distribution, or a sorted-vector law: verifiers.exact_vector) holds its claim on
+    # its generated pairs.
     for name in mechanisms.registry.available():
-        if name in ("joint_quantiles", "independent_quantiles"):
-            continue
         m, _ = mechanisms.registry.get(name).example()
         pairs = verifiers.pairs_for(m)[:12]
         for p in pairs:
