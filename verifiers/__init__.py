@@ -20,6 +20,7 @@ from .statistical import audit
 from .verdict import Verdict, Witness
 from .wrap import WrappedMechanism, wrap
 from . import zoo  # registers the zoo's mechanisms in the registry namespace "zoo"  # noqa: E402,F401
+from . import sequential  # plugs the anytime-valid certification into audit/search  # noqa: E402,F401
 
 __all__ = [
     "audit",

@@ -35,17 +35,16 @@ comparison), :mod:`verifiers.exact_grids` (two laws on one grid); this module is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..mechanisms.base import PrivacyClaim
 from .exact_canonical import Canonical, _canonical_of, canonical
 from .exact_canonical import _atoms_only, _grid_atoms, _Piece  # noqa: F401 - re-exported for tests
 from .exact_compare import _compare
+from .exact_loss import _TOL, ExactLoss
 
 __all__ = ["exact", "ExactLoss", "loss_between", "canonical", "Canonical"]
 
-_TOL = 1e-9
 
 
 def _where(w: Any) -> str:
@@ -58,39 +57,6 @@ def _where(w: Any) -> str:
         return f"outputs in ({w[1]:.6g}, {w[2]:.6g})"
     x = w[1]
     return f"y -> {x}" if math.isinf(x) else f"y = {x:.6g}"
-
-
-@dataclass(frozen=True, eq=False)
-class ExactLoss:
-    """Exact privacy loss of a pair.
-
-    ``epsilon`` = max(``epsilon_forward``, ``epsilon_backward``) with
-    ``epsilon_forward`` = sup_o log p(o|d1)/p(o|d2); ``delta`` is the hockey-stick divergence at the
-    claimed epsilon (both directions, max); ``violated`` compares with the claim (pure claims:
-    epsilon; approximate claims: delta at the claimed epsilon), with a floating-point tolerance of
-    1e-9 relative. :meth:`delta_at` gives the delta(eps) curve.
-    """
-
-    epsilon: float
-    epsilon_forward: float
-    epsilon_backward: float
-    delta: float
-    support_violation: bool
-    witness: str
-    epsilon_claimed: float
-    delta_claimed: float
-    violated: bool
-    method: str
-    _laws: tuple = field(repr=False, default=())
-
-    def delta_at(self, epsilon: float) -> float:
-        """Hockey-stick delta(epsilon) = max over directions of E[max(0, 1 - e^eps / L)]-type mass."""
-        acc = _compare(self._laws[0], self._laws[1], float(epsilon))
-        return float(max(acc.delta))
-
-    def row(self) -> dict:
-        return {"exact_epsilon": self.epsilon, "exact_delta": self.delta, "exact_support_violation": self.support_violation,
-                "exact_violated": self.violated, "exact_witness": self.witness, "exact_method": self.method}
 
 
 def loss_between(A: Canonical, B: Canonical, *, epsilon_claimed: float = math.inf, delta_claimed: float = 0.0) -> ExactLoss:

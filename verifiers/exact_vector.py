@@ -40,7 +40,7 @@ from scipy import special
 
 from ..mechanisms import joint_exp as _je
 from ..mechanisms.base import check_data
-from .exact import _TOL, ExactLoss
+from .exact_loss import _TOL, ExactLoss
 
 __all__ = ["vector_law_of", "exact_vector", "joint_exp_max_log_ratio", "Refinement", "refine",
            "VectorExactLoss"]

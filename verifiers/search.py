@@ -21,7 +21,7 @@ from ..mechanisms.contracts import check_auditable
 from . import bounds
 from .neighbours import pairs_for
 from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, check_selection, draw,
-                          is_finite, seed_of, stream)
+                          is_finite, seed_of, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
@@ -66,8 +66,6 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     budget = check_samples(budget, "budget", minimum=8)
     alpha = bounds.check_alpha(alpha)
     check_selection(selection)
-    from .sequential import check_sequential, sequential_certify
-
     sequential = check_sequential(sequential)
     pairs = pairs_for(mechanism, generator)
     # Pairs the verifier generated may hit inputs the mechanism cannot handle (OverflowError,
@@ -127,7 +125,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     # 3-sigma margin so that the total stays within the budget with probability > 0.998.
     lam = max(1, int(n_cert - 3.0 * math.sqrt(n_cert)))
     if sequential:  # fixed batch sizes: exactly n_cert per dataset at most, no Poisson margin needed
-        v = sequential_certify(mechanism, p.d1, p.d2, pool1=ys[best][0], pool2=ys[best][1], budget=n_cert,
+        v = SEQUENTIAL["certify"](mechanism, p.d1, p.d2, pool1=ys[best][0], pool2=ys[best][1], budget=n_cert,
                                alpha=alpha, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P,
                                label=p.label)
         if skipped:

@@ -50,7 +50,7 @@ from scipy.special import expit, logsumexp
 from . import bounds
 from .events import Event
 from .statistical import (CERTIFY, SELECT, Choice, best_choice, candidates_for, detectable_epsilon, draw, is_finite,
-                          shrink_level, stream)
+                          shrink_level, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict, Witness, summarize
 
 __all__ = ["sequential_audit", "sequential_certify", "EProcess", "schedule", "check_sequential",
@@ -74,12 +74,6 @@ BROAD = 0.25
 SHRINK: float | None = 0.25
 #: Cell width of the confidence sequence in eps (logit of pi0) up to claim + 4, then geometric.
 CELL = 0.002
-
-
-def check_sequential(sequential: Any) -> bool:
-    if not isinstance(sequential, (bool, np.bool_)):
-        raise TypeError(f"sequential must be True or False, got {sequential!r}")
-    return bool(sequential)
 
 
 def schedule(budget: int, first_cert: int = FIRST_CERT, growth: float = GROWTH) -> list[int]:
@@ -392,3 +386,7 @@ def sequential_audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: f
     y2 = draw(mechanism, d2, n_sel, stream(seed, 0, SELECT, 1))
     return sequential_certify(mechanism, d1, d2, pool1=[y1], pool2=[y2], budget=budget, alpha=alpha, seed=seed,
                               key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, events=events)
+
+
+# statistical.audit / search.search dispatch here when sequential=True (see statistical.SEQUENTIAL)
+SEQUENTIAL.update(audit=sequential_audit, certify=sequential_certify)

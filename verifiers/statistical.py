@@ -345,6 +345,19 @@ def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: E
     return Verdict(**fields)
 
 
+#: The anytime-valid certification, plugged in by :mod:`verifiers.sequential` when it is imported
+#: (the package imports it): ``"audit"`` and ``"certify"``. This module does not import it, so the
+#: sequential module can build on this one without an import cycle.
+SEQUENTIAL: dict[str, Any] = {}
+
+
+def check_sequential(sequential: Any) -> bool:
+    """``sequential`` must be True or False (``TypeError`` naming it otherwise)."""
+    if not isinstance(sequential, (bool, np.bool_)):
+        raise TypeError(f"sequential must be True or False, got {sequential!r}")
+    return bool(sequential)
+
+
 def check_samples(samples: Any, name: str = "samples", minimum: int = 2) -> int:
     if not isinstance(samples, (numbers.Integral, np.integer)) or isinstance(samples, bool) or samples < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {samples!r}")
@@ -421,11 +434,9 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         check_neighbours(d1, d2, mechanism.claim)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)
-    from .sequential import check_sequential, sequential_audit
-
     if check_sequential(sequential):
-        return sequential_audit(mechanism, d1, d2, samples=samples, alpha=alpha, seed=seed, events=events,
-                                event=event, direction=direction)
+        return SEQUENTIAL["audit"](mechanism, d1, d2, samples=samples, alpha=alpha, seed=seed, events=events,
+                                   event=event, direction=direction)
     if event is not None:
         if direction is not None:
             a1, a2 = (alpha, 0.0) if dl_c == 0.0 else (alpha / 2, alpha / 2)

@@ -122,8 +122,10 @@ def judge(aset: AuditSet, results: pd.DataFrame, table: pd.DataFrame) -> list[st
             problems.append(f"{r.get('audit', r.get('task'))} (samples {r.get('samples')}, repeat {r.get('repeat')}): "
                             f"task error: {r['message']}")
     ok = _ok(results)
-    capped = {aid for aid, gone in aset.dropped if gone and max(gone) > max(a.samples for a in aset.audits
-                                                                             if a.id == aid)}
+    # audits whose full budget was cut by --quick caps (a `registry: all` entry expands into
+    # `<id>.<name>` audits, which share their entry's caps)
+    capped = {a.id for aid, gone in aset.dropped for a in aset.audits
+              if gone and (a.id == aid or a.id.startswith(aid + ".")) and max(gone) > max(a.samples)}
     for a in aset.audits:
         t = table[table["audit"] == a.id]
         if t.empty:

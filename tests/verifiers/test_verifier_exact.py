@@ -156,3 +156,10 @@ def test_no_law_raises():
     m = zoo.make("rnm_laplace_value")
     with pytest.raises(ValueError, match="exposes no exact law"):
         verifiers.exact(m, np.ones(5), np.full(5, 2.0))
+
+
+def test_exact_loss_lives_in_its_own_module():
+    # 1-D and sorted-vector exact modes both build it, without importing each other
+    from dpharness.verifiers.exact_loss import ExactLoss
+
+    assert verifiers.ExactLoss is ExactLoss and verifiers.exact.__module__.endswith(".exact")
