@@ -73,7 +73,7 @@ BROAD = 0.25
 #: Shrinkage level of the selection frequencies (None: :func:`verifiers.statistical.shrink_level`).
 SHRINK: float | None = 0.25
 #: Cell width of the confidence sequence in eps (logit of pi0) up to claim + 4, then geometric.
-CELL = 0.002
+CELL = 0.005
 
 
 def schedule(budget: int, first_cert: int = FIRST_CERT, growth: float = GROWTH) -> list[int]:
