@@ -11,7 +11,7 @@ from .registry import available, describe, make, namespaces, register
 from . import contracts, domains, laws
 
 # Importing the modules registers their mechanisms.
-from . import finite, medians, smooth_sensitivity, continuous, topk, quantiles  # noqa: E402,F401
+from . import finite, medians, smooth_sensitivity, continuous, topk, quantiles, quantile_baselines  # noqa: E402,F401
 
 __all__ = ["NEIGHBOURS", "Mechanism", "PrivacyClaim", "available", "describe", "make", "namespaces", "register",
            "contracts", "domains", "laws"]

@@ -140,11 +140,18 @@ def test_correct_zoo_controls_within_claim_on_their_witnesses():
         assert not ex.violated, name
 
 
+#: Registered mechanisms with no exact law of their output row (GJK21's noise-added quantile
+#: baselines, mechanisms/quantile_baselines.py): audited statistically only.
+NO_EXACT_LAW = {"csmooth_quantiles", "smooth_quantiles"}
+
+
 def test_registered_mechanisms_exact_on_example_pairs():
     # Every registered mechanism with an exact law exact mode reads (finite log_prob or a
     # univariate distribution, or a sorted-vector law: verifiers.exact_vector) holds its claim on
     # its generated pairs.
     for name in mechanisms.registry.available():
+        if name in NO_EXACT_LAW:
+            continue
         m, _ = mechanisms.registry.get(name).example()
         pairs = verifiers.pairs_for(m)[:12]
         for p in pairs:
