@@ -392,3 +392,175 @@ class CSmoothQuantiles(_Base):
     def example(cls) -> tuple["CSmoothQuantiles", np.ndarray]:
         data = np.array([-1.2, -0.4, 0.0, 0.3, 0.3, 0.9, 1.7, 2.5, 3.1, 12.0])
         return cls(epsilon=1.0, lower=-10.0, upper=10.0, quantiles=(0.25, 0.5, 0.75), t=0.1), data
+
+
+# ---------------------------------------------------------------------------------------------
+# Trees
+
+TREE_NOISES: tuple[str, ...] = ("laplace", "gaussian")
+
+
+def gaussian_delta(epsilon: float, sigma: float, l2: float) -> float:
+    """Exact delta(epsilon) of the Gaussian mechanism N(0, sigma^2) with L2 sensitivity ``l2``
+    (Balle & Wang, ICML 2018, Thm 8): Phi(l2/(2 sigma) - epsilon sigma/l2) - e^epsilon Phi(-l2/(2 sigma) - epsilon sigma/l2),
+    the second term in log space."""
+    a = l2 / (2.0 * sigma)
+    b = epsilon * sigma / l2
+    return float(max(0.0, stats.norm.cdf(a - b) - math.exp(epsilon + stats.norm.logcdf(-a - b))))
+
+
+@register("tree_quantiles")
+@dataclass(frozen=True)
+class TreeQuantiles(_Base):
+    """LapTree / GaussTree: quantiles read off one noisy hierarchical histogram (a range tree).
+
+    [lower, upper] is cut into B^h equal leaves (B = ``branching`` = 16, h = ``height`` = 4, as in
+    GJK21's code); a record (clipped) falls in leaf floor((x - lower) / width * B^h) (the top edge in
+    the last leaf). Every node below the root holds the count of its subtree plus independent noise:
+    Laplace(Delta_1 / epsilon), or Gaussian with sigma = sqrt(2 ln(1.32 / delta)) Delta_1 / epsilon,
+    Delta_1 = h (``add_remove``: one record adds 1 to one node per level) or 2 h (``replace_one``).
+    Each quantile q is found by descending from the root (dp_multiq ``tree.py``, after the Java
+    BoundedQuantiles of Google's differential-privacy library; range trees for rank queries:
+    Chan, Shi & Song, TISSEC 2011, Section 7.2): among the children's noisy counts c_1..c_B with total
+    T, stop if T <= 0; else go to the first child i with (c_1 + ... + c_i) / T >= q - 1e-6 and set
+    q <- min(1, (T q - (c_1 + ... + c_{i-1})) / c_i); at a leaf (or a stop) return
+    (1 - q) left + q right of the node's interval. All quantiles of one draw read the same noisy
+    counts (each node is noised once; only nodes read are generated, which has the same law). The
+    row is sorted (it already is, up to noise-free ties).
+
+    Claim (under ``neighbours``): ``noise="laplace"``: epsilon-DP (pure), the Laplace mechanism on
+    the vector of all non-root counts with L1 sensitivity Delta_1 (Dwork & Roth Thm 3.6), then
+    post-processing. ``noise="gaussian"``: (epsilon, delta)-DP: the Gaussian mechanism on the same
+    vector, whose L2 sensitivity is sqrt(h) (add/remove) or sqrt(2 h) (replace-one) <= Delta_1; the
+    constructor checks the exact Gaussian-mechanism delta (:func:`gaussian_delta`, Balle & Wang 2018
+    Thm 8) at the L2 sensitivity and raises ValueError if sigma were too small for (epsilon, delta)
+    (it never is at h >= 2 and epsilon <= 10 for delta <= 0.1). ``claim.sensitivity`` records Delta_1.
+    Source: GJK21 Section 5 (LapTree, GaussTree baselines) and dp_multiq ``tree.py`` / ``experiment.py``
+    (height 4, branching 16, LapTree at delta = 0).
+    """
+
+    epsilon: float
+    lower: float
+    upper: float
+    quantiles: tuple[float, ...]
+    neighbours: str = "replace_one"
+    noise: str = "laplace"
+    delta: float | None = None
+    height: int = 4
+    branching: int = 16
+
+    def __post_init__(self) -> None:
+        self._validate()
+        check_choice(self.neighbours, "neighbours", ("replace_one", "add_remove"))
+        check_choice(self.noise, "noise", TREE_NOISES)
+        for name, lo in (("height", 1), ("branching", 2)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or int(v) < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+            object.__setattr__(self, name, int(v))
+        if int(self.branching) ** int(self.height) > 1 << 24:
+            raise ValueError(f"branching ** height must be at most 2**24 leaves, got {self.branching}**{self.height}")
+        if self.noise == "gaussian":
+            if self.delta is None:
+                raise ValueError("delta must be in (0, 1) for noise='gaussian', got None")
+            object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
+            d = gaussian_delta(self.epsilon, self.scale, self.l2_sensitivity)
+            if d > float(self.delta):
+                raise ValueError(f"the Gaussian tree's sigma={self.scale:g} is too small for (epsilon={self.epsilon}, "
+                                 f"delta={self.delta}) at L2 sensitivity {self.l2_sensitivity:g} (exact delta {d:.3g})")
+        elif self.delta not in (None, 0, 0.0):
+            raise ValueError(f"delta must be None (or 0) for noise='laplace' (pure DP), got {self.delta!r}")
+        elif self.delta is not None:
+            object.__setattr__(self, "delta", None)
+
+    @property
+    def l1_sensitivity(self) -> float:
+        return float(self.height * (2 if self.neighbours == "replace_one" else 1))
+
+    @property
+    def l2_sensitivity(self) -> float:
+        return math.sqrt(self.height * (2 if self.neighbours == "replace_one" else 1))
+
+    @property
+    def scale(self) -> float:
+        """Laplace scale Delta_1 / epsilon, or the Gaussian sigma sqrt(2 ln(1.32/delta)) Delta_1 / epsilon."""
+        if self.noise == "laplace":
+            return self.l1_sensitivity / self.epsilon
+        return math.sqrt(2.0 * math.log(1.32 / float(self.delta))) * self.l1_sensitivity / self.epsilon
+
+    @property
+    def claim(self) -> PrivacyClaim:
+        d = 0.0 if self.noise == "laplace" else float(self.delta)
+        return PrivacyClaim(self.epsilon, d, neighbours=self.neighbours, sensitivity=self.l1_sensitivity)
+
+    def level_counts(self, data: Any) -> list[np.ndarray]:
+        """Exact counts per level: entry d (1..height) has B^d counts (entry 0 is the root's)."""
+        x = np.clip(check_data(data), self.lower, self.upper)
+        B, h = self.branching, self.height
+        leaves = B ** h
+        idx = np.floor((x - self.lower) / (self.upper - self.lower) * leaves).astype(np.int64)
+        idx = np.clip(idx, 0, leaves - 1)
+        counts = [np.bincount(idx, minlength=leaves).astype(np.float64)]
+        for _ in range(h):
+            counts.append(counts[-1].reshape(-1, B).sum(axis=1))
+        return counts[::-1]
+
+    def _noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        if self.noise == "laplace":
+            return rng.laplace(0.0, self.scale, size=shape)
+        return rng.normal(0.0, self.scale, size=shape)
+
+    def _block(self, counts: list[np.ndarray], nd: int, rng: np.random.Generator) -> np.ndarray:
+        B, h, m = self.branching, self.height, self.m
+        q = np.broadcast_to(np.asarray(self.quantiles), (nd, m)).copy()
+        pos = np.zeros((nd, m), dtype=np.int64)      # position of the current node within its level
+        level = np.zeros((nd, m), dtype=np.int64)    # level of the current node
+        active = np.ones((nd, m), dtype=bool)
+        draw = np.broadcast_to(np.arange(nd, dtype=np.int64)[:, None], (nd, m))
+        ar = np.arange(B)
+        for d in range(1, h + 1):
+            if not active.any():
+                break
+            a_draw, a_pos, a_q = draw[active], pos[active], q[active]
+            # one noisy block of B children per (draw, parent): shared by the quantiles that read it
+            keys, inv = np.unique(a_draw * (B ** (d - 1)) + a_pos, return_inverse=True)
+            noise = self._noise(rng, (keys.size, B))
+            c = counts[d][a_pos[:, None] * B + ar[None, :]] + noise[inv.reshape(-1)]
+            total = c.sum(axis=1)
+            go = total > 0.0
+            partial = np.cumsum(c, axis=1)
+            hit = partial >= (a_q - _TREE_TOL)[:, None] * total[:, None]
+            hit[:, -1] = True
+            i = np.argmax(hit, axis=1)
+            ci = c[np.arange(i.size), i]
+            before = partial[np.arange(i.size), i] - ci
+            with np.errstate(divide="ignore", invalid="ignore"):
+                new_q = np.minimum((total * a_q - before) / ci, 1.0)
+            new_q = np.where(go, new_q, a_q)
+            new_pos = np.where(go, a_pos * B + i, a_pos)
+            new_level = np.where(go, d, d - 1)
+            rows_active = np.flatnonzero(active.reshape(-1))
+            q.reshape(-1)[rows_active] = new_q
+            pos.reshape(-1)[rows_active] = new_pos
+            level.reshape(-1)[rows_active] = new_level
+            act = active.reshape(-1).copy()
+            act[rows_active] = go
+            active = act.reshape(nd, m)
+        width = (self.upper - self.lower) / np.power(float(B), level)
+        left = self.lower + width * pos
+        return (1.0 - q) * left + q * (left + width)
+
+    def sample(self, data: Any, size: Any = None, rng: Any = None) -> np.ndarray:
+        """Draws: shape (size, m), each row sorted; shape (m,) for ``size=None``. Vectorised over draws
+        in blocks of 16,384."""
+        shape, nd = _nd(size)
+        rng = as_rng(rng)
+        counts = self.level_counts(data)
+        parts = [self._block(counts, min(_TREE_BLOCK, nd - s), rng) for s in range(0, nd, _TREE_BLOCK)]
+        rows = np.concatenate(parts, axis=0) if parts else np.empty((0, self.m))
+        return self._finish(np.clip(rows, self.lower, self.upper), shape)
+
+    @classmethod
+    def example(cls) -> tuple["TreeQuantiles", np.ndarray]:
+        data = np.array([-1.2, -0.4, 0.0, 0.3, 0.3, 0.9, 1.7, 2.5, 3.1, 12.0])
+        return cls(epsilon=1.0, lower=-10.0, upper=10.0, quantiles=(0.25, 0.5, 0.75), height=2, branching=4), data

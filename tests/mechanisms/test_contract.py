@@ -68,7 +68,8 @@ def test_finite_mechanisms_expose_exact_law(name):
     np.testing.assert_allclose(np.exp(lp).sum(), 1.0, rtol=1e-12)
 
 
-VECTOR_REAL_NAMES = ["csmooth_quantiles", "independent_quantiles", "joint_quantiles", "smooth_quantiles"]  # one sorted row of m reals per draw
+VECTOR_REAL_NAMES = ["csmooth_quantiles", "independent_quantiles", "joint_quantiles", "smooth_quantiles",
+                     "tree_quantiles"]  # one sorted row of m reals per draw
 
 
 @pytest.mark.parametrize("name", [n for n in REAL_NAMES if n not in VECTOR_REAL_NAMES])

@@ -17,7 +17,7 @@ from dpharness import mechanisms
 from dpharness.mechanisms import quantile_baselines as qb
 
 FAMILY_ALPHA = 0.01
-N_KS = 3
+N_KS = 3  # smooth, csmooth (KS) and the tree's first-step binomial test
 KS_THRESHOLD = FAMILY_ALPHA / N_KS
 
 DATA = np.random.default_rng(7).normal(0.0, 5.0, 1000)
@@ -174,3 +174,92 @@ def test_csmooth_bad_input(kw, match):
     base = dict(epsilon=1.0, lower=-10.0, upper=10.0, quantiles=(0.5,), t=0.1)
     with pytest.raises(ValueError, match=match):
         qb.CSmoothQuantiles(**{**base, **kw})
+
+
+def test_tree_shapes_sorted_reproducible_and_blocks():
+    mech = qb.TreeQuantiles(epsilon=1.0, lower=-100, upper=100, quantiles=QS)
+    a = mech.sample(DATA, size=300, rng=5)
+    assert a.shape == (300, len(QS)) and np.all(np.diff(a, axis=1) >= 0)
+    assert np.all((a >= -100) & (a <= 100))
+    np.testing.assert_array_equal(a, mech.sample(DATA, size=300, rng=5))
+    assert mech.sample(DATA, rng=1).shape == (len(QS),)
+    assert mech.sample(DATA, size=0, rng=1).shape == (0, len(QS))
+    big = mech.sample(DATA, size=qb._TREE_BLOCK + 10, rng=9)  # more than one block
+    assert big.shape == (qb._TREE_BLOCK + 10, len(QS)) and np.all(np.diff(big, axis=1) >= 0)
+
+
+@pytest.mark.parametrize("neighbours", ["replace_one", "add_remove"])
+def test_tree_without_noise_returns_the_true_quantile(neighbours):
+    # epsilon -> large: the noise is ~1e-9 of a count; the answer lies in the leaf of x_(ceil(q n)).
+    # (Laplace only: the Gaussian tree's sigma formula is not (eps, delta)-DP at huge epsilon, and
+    # the constructor rejects it -- test_tree_bad_input; the descent is shared code.)
+    noise, delta = "laplace", None
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-50, 50, 999)
+    mech = qb.TreeQuantiles(epsilon=1e9, lower=-100, upper=100, quantiles=QS, noise=noise, delta=delta,
+                            neighbours=neighbours)
+    leaf = 200 / 16 ** 4
+    rows = mech.sample(x, size=20, rng=0)
+    truth = mech.statistic(x)
+    assert np.all(np.abs(rows - truth) <= leaf + 1e-9), np.abs(rows - truth).max()
+
+
+def test_tree_counts_and_claims():
+    mech = qb.TreeQuantiles(epsilon=0.5, lower=0, upper=1, quantiles=(0.5,), height=2, branching=4)
+    counts = mech.level_counts(np.array([0.0, 0.1, 0.5, 0.99, 1.0, 7.0]))  # 7 clipped to the top leaf
+    assert [c.size for c in counts] == [1, 4, 16]
+    assert counts[1].tolist() == [2, 0, 1, 3] and counts[2].sum() == 6 and counts[2][15] == 3
+    assert (mech.claim.epsilon, mech.claim.delta, mech.claim.sensitivity) == (0.5, 0.0, 4.0)
+    assert mech.scale == pytest.approx(4.0 / 0.5)
+    g = qb.TreeQuantiles(epsilon=1.0, lower=0, upper=1, quantiles=(0.5,), noise="gaussian", delta=1e-6,
+                         neighbours="add_remove")
+    assert g.l1_sensitivity == 4 and g.l2_sensitivity == 2
+    assert g.scale == pytest.approx(math.sqrt(2 * math.log(1.32e6)) * 4)
+    assert (g.claim.epsilon, g.claim.delta, g.claim.neighbours) == (1.0, 1e-6, "add_remove")
+    assert qb.gaussian_delta(1.0, g.scale, g.l2_sensitivity) <= 1e-6
+
+
+def test_gaussian_delta_matches_the_known_calibration():
+    # sigma = sqrt(2 ln(1.25/delta)) / eps is (eps, delta)-DP for eps < 1 (Dwork & Roth Thm A.1)
+    for eps, d in [(0.5, 1e-5), (0.9, 1e-3)]:
+        assert qb.gaussian_delta(eps, math.sqrt(2 * math.log(1.25 / d)) / eps, 1.0) <= d
+    # monotone in sigma, and large for tiny sigma
+    assert qb.gaussian_delta(1.0, 0.1, 1.0) > 0.5
+
+
+def test_tree_noise_law_through_the_first_descent_step():
+    # Height 1, two leaves, m = 1, q = 0.5, counts (a, b) = (4, 1), Laplace(s) noise L1, L2 on them.
+    # The estimate is <= 1 (midpoint) iff the descent stops (T = 5 + L1 + L2 <= 0) or goes left
+    # (a + L1 >= (0.5 - 1e-6) T, i.e. L2 <= L1 + 3 up to ~1e-5): P = E[F(max(-5 - L1, L1 + 3))],
+    # F the Laplace(s) cdf -- one quadrature. A binomial test on the count of such draws.
+    from scipy import integrate
+
+    mech = qb.TreeQuantiles(epsilon=0.5, lower=0, upper=2, quantiles=(0.5,), height=1, branching=2,
+                            neighbours="add_remove")
+    s = mech.scale
+    assert s == 2.0
+    data = np.array([0.1, 0.2, 0.3, 0.4, 1.5])
+    draws = mech.sample(data, size=40000, rng=77)[:, 0]
+    lap = stats.laplace(scale=s)
+    p_exact = integrate.quad(lambda l1: lap.pdf(l1) * lap.cdf(max(-5 - l1, l1 + 3)), -np.inf, np.inf,
+                             points=None, limit=200)[0]
+    n_left = int(np.sum(draws <= 1.0))
+    p = stats.binomtest(n_left, draws.size, p_exact).pvalue
+    assert p > KS_THRESHOLD, (n_left / draws.size, p_exact, p)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"noise": "cauchy"}, "noise"),
+    ({"noise": "gaussian"}, "delta"),
+    ({"noise": "laplace", "delta": 1e-6}, "delta"),
+    ({"height": 0}, "height"),
+    ({"branching": 1}, "branching"),
+    ({"height": 2.5}, "height"),
+    ({"height": 30}, "leaves"),
+    ({"neighbours": "bits"}, "neighbours"),
+    ({"noise": "gaussian", "delta": 0.5, "height": 1, "epsilon": 40.0}, "too small"),
+])
+def test_tree_bad_input(kw, match):
+    base = dict(epsilon=1.0, lower=-10.0, upper=10.0, quantiles=(0.5,))
+    with pytest.raises(ValueError, match=match):
+        qb.TreeQuantiles(**{**base, **kw})
