@@ -1,11 +1,13 @@
 """Top-k selection: release k of n candidates, in selection order, from a score vector.
 
-Four mechanisms, each with parameters ``epsilon, k`` (plus ``sensitivity=1.0`` and
-``monotone=False``). ``data`` *is* the score vector (one score per candidate, as
+Four mechanisms, each with parameters ``epsilon, k`` (plus ``sensitivity=1.0``,
+``monotone=False`` and ``output="ordered"``). ``data`` *is* the score vector (one score per candidate, as
 ``utility="scores"`` in :mod:`mechanisms.finite`); neighbouring inputs move every score by at most
 ``sensitivity`` (``score_linf``), or, with ``monotone=True``, all in the same direction
 (``score_monotone``). ``sample(scores, size=None, rng=None)`` returns candidate indices in selection
-order, shape ``(k,)`` for one draw and ``size + (k,)`` otherwise (int64).
+order, shape ``(k,)`` for one draw and ``size + (k,)`` otherwise (int64). With ``output="set"`` the
+same draw is returned sorted ascending, the unordered set of selected candidates: post-processing of
+the ordered release, so the privacy claim is unchanged.
 
 All four use the same per-round rate on the score gaps, rate = (eps/k) / (2 Delta), or
 (eps/k) / Delta when monotone, so that their noise is comparable at equal epsilon:
@@ -23,7 +25,11 @@ All four use the same per-round rate on the score gaps, rate = (eps/k) / (2 Delt
 
 Exact laws (``support(data)`` = all n!/(n-k)! ordered k-tuples as rows of an (M, k) array, at most
 :data:`mechanisms.topk_laws.SUPPORT_CAP`; ``log_prob(data)`` aligned with its rows; and
-``log_prob_of(data, seqs)`` for given sequences) are in :mod:`mechanisms.topk_laws`.
+``log_prob_of(data, seqs)`` for given sequences) are in :mod:`mechanisms.topk_laws`. With
+``output="set"`` the support is the C(n, k) k-subsets as ascending rows (refused under the same cap
+on n!/(n-k)!), and each subset's log-probability is the log-sum-exp of the ordered law over its k!
+orderings (:func:`mechanisms.topk_laws.set_log_prob`); ``log_prob_of`` then takes subsets (rows in
+any order).
 
 Scores may be ``-inf`` (never selected) but at least k must be finite; ``+inf``/NaN are rejected.
 All computations use the gaps u - max u, in log space.
@@ -31,6 +37,7 @@ All computations use the gaps u - max u, in log space.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -39,14 +46,16 @@ import numpy as np
 
 from .base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores, check_size
 from .registry import register
-from .topk_laws import (check_seqs, laplace_topk_log_prob, ordered_tuples, peeling_pf_log_prob,
-                        plackett_luce_log_prob)
+from .topk_laws import (SUPPORT_CAP, check_seqs, k_subsets, laplace_topk_log_prob, ordered_tuples,
+                        peeling_pf_log_prob, plackett_luce_log_prob, set_log_prob)
 
 __all__ = ["PeelingExponential", "GumbelTopK", "LaplaceTopK", "PeelingPermuteAndFlip"]
 
 #: Noise values per temporary (draws x candidates) matrix.
 _SAMPLE_CHUNK = 1 << 22
 _EXAMPLE_SCORES = np.array([0.0, 1.0, 2.0, 2.5])
+#: Accepted values of ``output``.
+OUTPUTS = ("ordered", "set")
 
 
 def _check_bool(value: Any, name: str) -> bool:
@@ -61,14 +70,27 @@ def _check_k(k: Any) -> int:
     return int(k)
 
 
+def _check_output(output: Any) -> str:
+    if not isinstance(output, str) or output not in OUTPUTS:
+        raise ValueError(f"output must be one of {', '.join(repr(o) for o in OUTPUTS)} (indices in selection order, "
+                         f"or the selected set sorted ascending), got {output!r}")
+    return output
+
+
 @dataclass(frozen=True)
 class _TopK(Mechanism):
-    """Shared parameters, validation, claim and law plumbing (not registered)."""
+    """Shared parameters, validation, claim and law plumbing (not registered).
+
+    ``output="set"`` returns each draw sorted ascending: post-processing of the ordered release, so
+    :attr:`claim` is the same for both outputs; the exact law becomes the law of the k-subset.
+    """
 
     epsilon: float
     k: int
     sensitivity: float = 1.0
     monotone: bool = False
+    #: "ordered": indices in selection order; "set": the same indices sorted ascending (post-processing).
+    output: str = "ordered"
 
     kind: ClassVar[str] = "finite"
 
@@ -77,6 +99,7 @@ class _TopK(Mechanism):
         object.__setattr__(self, "k", _check_k(self.k))
         object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
         object.__setattr__(self, "monotone", _check_bool(self.monotone, "monotone"))
+        object.__setattr__(self, "output", _check_output(self.output))
 
     @property
     def neighbours(self) -> str:
@@ -117,19 +140,32 @@ class _TopK(Mechanism):
             return g * self.rate
 
     def support(self, data: Any) -> np.ndarray:
-        """All ordered k-tuples of candidate indices, shape (n!/(n-k)!, k); ValueError past the cap."""
+        """All ordered k-tuples of candidate indices, shape (n!/(n-k)!, k), or with ``output="set"`` all
+        k-subsets as ascending rows, shape (C(n, k), k); ValueError when n!/(n-k)! exceeds the cap."""
         u = self.scores(data)
-        return ordered_tuples(u.size, self.k)
+        return k_subsets(u.size, self.k) if self.output == "set" else ordered_tuples(u.size, self.k)
 
     def log_prob(self, data: Any) -> np.ndarray:
-        """Exact log-probabilities aligned with the rows of :meth:`support`."""
+        """Exact log-probabilities aligned with the rows of :meth:`support` (sets: log-sum-exp of the
+        ordered law over the k! orderings of each subset)."""
         u = self.scores(data)
-        return self._law(self._z(u), ordered_tuples(u.size, self.k))
+        z = self._z(u)
+        if self.output == "set":
+            return set_log_prob(self._law, z, k_subsets(u.size, self.k))
+        return self._law(z, ordered_tuples(u.size, self.k))
 
     def log_prob_of(self, data: Any, seqs: Any) -> np.ndarray:
-        """Exact log-probabilities of the given ordered sequences (rows of an (M, k) int array)."""
+        """Exact log-probabilities of the given ordered sequences (rows of an (M, k) int array); with
+        ``output="set"`` each row is read as a subset (any order) and gets its set probability."""
         z = self._z(data)
-        return self._law(z, check_seqs(seqs, z.size, self.k))
+        s = check_seqs(seqs, z.size, self.k)
+        if self.output != "set":
+            return self._law(z, s)
+        n_seqs = s.shape[0] * math.factorial(self.k)
+        if n_seqs > SUPPORT_CAP:
+            raise ValueError(f"{s.shape[0]:,} subsets x {self.k}! orderings = {n_seqs:,} ordered sequences, more than "
+                             f"the cap of {SUPPORT_CAP:,}: pass fewer subsets per call")
+        return set_log_prob(self._law, z, np.sort(s, axis=1))
 
     def _law(self, z: np.ndarray, seqs: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -151,7 +187,10 @@ class _TopK(Mechanism):
         for s in range(0, n_draws, rows):
             e = min(n_draws, s + rows)
             out[s:e] = _peel(self, z, (e - s, n), k, rng) if peel else _one_shot(self._keys(z, (e - s, n), rng), k)
-        return live[out].reshape(shape + (k,))
+        res = live[out]
+        if self.output == "set":
+            res.sort(axis=1)  # post-processing of the ordered draw (live is ascending)
+        return res.reshape(shape + (k,))
 
 
 def _peel(mech: _TopK, z: np.ndarray, shape: tuple[int, int], k: int, rng: np.random.Generator) -> np.ndarray:

@@ -14,22 +14,25 @@ log-probabilities aligned with the rows of ``seqs``:
   supports only; accuracy stated there).
 
 :func:`ordered_tuples` enumerates the support, all n!/(n-k)! ordered k-tuples, up to
-:data:`SUPPORT_CAP` rows.
+:data:`SUPPORT_CAP` rows. For ``output="set"`` (the selected indices as an unordered k-subset, a
+post-processing of the ordered release), :func:`k_subsets` enumerates the C(n, k) subsets under the
+same cap on the n!/(n-k)! orderings they stand for, and :func:`set_log_prob` sums an ordered law
+over the k! orderings of each subset.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy import integrate, special
 
 from .selection_laws import pf_log_prob
 
-__all__ = ["SUPPORT_CAP", "LAPLACE_SUPPORT_CAP", "n_ordered", "ordered_tuples", "check_seqs",
-           "plackett_luce_log_prob", "peeling_pf_log_prob", "laplace_topk_log_prob"]
+__all__ = ["SUPPORT_CAP", "LAPLACE_SUPPORT_CAP", "n_ordered", "ordered_tuples", "k_subsets", "check_seqs",
+           "set_log_prob", "plackett_luce_log_prob", "peeling_pf_log_prob", "laplace_topk_log_prob"]
 
 #: Most ordered k-tuples ``support`` enumerates (n!/(n-k)!); beyond it use ``log_prob_of``.
 SUPPORT_CAP = 10**6
@@ -58,6 +61,40 @@ def ordered_tuples(n: int, k: int, cap: int = SUPPORT_CAP) -> np.ndarray:
     out = np.fromiter(itertools.chain.from_iterable(itertools.permutations(range(n), k)), dtype=np.int64,
                       count=m * k)
     return out.reshape(m, k)
+
+
+def k_subsets(n: int, k: int, cap: int = SUPPORT_CAP) -> np.ndarray:
+    """All k-subsets of range(n) as ascending rows, shape (C(n, k), k), lexicographic.
+
+    The set law of a subset is a sum over its k! orderings, so computing it touches all n!/(n-k)!
+    ordered k-tuples: the subsets are refused (``ValueError``) under the same cap as
+    :func:`ordered_tuples`, when n!/(n-k)! > ``cap``.
+    """
+    m = n_ordered(n, k)
+    if m > cap:
+        raise ValueError(f"the set law sums over the k! orderings of each of the {math.comb(n, k):,} {k}-subsets of "
+                         f"{n} candidates, n!/(n-k)! = {m:,} ordered {k}-tuples, more than the cap of {cap:,}: "
+                         "use log_prob_of(scores, sets) for the subsets you need")
+    c = math.comb(n, k)
+    out = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=np.int64,
+                      count=c * k)
+    return out.reshape(c, k)
+
+
+def set_log_prob(ordered_law: Callable[[np.ndarray, np.ndarray], np.ndarray], z: np.ndarray,
+                 sets: np.ndarray) -> np.ndarray:
+    """log P(set) = logsumexp over the k! orderings of each row of ``sets`` of ``ordered_law(z, seqs)``.
+
+    One call of ``ordered_law`` on all M k! orderings (rows grouped by set), then a log-sum-exp per
+    set; a set whose orderings all have probability 0 gets -inf.
+    """
+    m, k = sets.shape
+    perms = np.array(list(itertools.permutations(range(k))), dtype=np.int64).reshape(-1, k)  # (k!, k)
+    seqs = sets[:, perms].reshape(-1, k)  # row i * k! + p = sets[i] reordered by perms[p]
+    lp = np.asarray(ordered_law(z, seqs), dtype=np.float64).reshape(m, perms.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = special.logsumexp(lp, axis=1) if m else np.zeros(0)
+    return np.where(np.isnan(out), -np.inf, out)
 
 
 def check_seqs(seqs: Any, n: int, k: int) -> np.ndarray:
