@@ -251,6 +251,13 @@ def _run_in(run_dir: Path, resumed: bool, cfg: Config, module: Any, tasks: list[
         msg = "interrupted (SIGINT/SIGTERM); re-run the same command to resume" if status == "interrupted" \
             else _one_line(exc)
         with contextlib.suppress(Exception):
+            # Chunks that workers saved but whose results never reached this process (the pool was
+            # being stopped) are finished work too: the manifest counts what is on disk.
+            for key, rec in store.load_all().items():
+                if key in key_set and key not in state.records and key not in known:
+                    state.records[key] = rec
+                    state.computed += 1  # saved by a worker of this run
+        with contextlib.suppress(Exception):
             write_run_manifest(manifest(status, message=msg, exit_code=130 if status == "interrupted" else 1))
         raise
     return res
