@@ -319,7 +319,9 @@ def finite_candidates(y1: np.ndarray, y2: np.ndarray) -> Candidates:
     return _set_candidates(n1, n2, vals.tolist())
 
 
-def _row_candidates(r1: np.ndarray, r2: np.ndarray, kind: str) -> Candidates:
+def _row_candidates(r1: np.ndarray, r2: np.ndarray, kind: str, cap: int | None = None) -> Candidates | None:
+    """Every distinct row as a label (with unions); None when there are more than ``cap`` of them
+    (counted before any label tuple is built)."""
     both = np.concatenate([r1, r2])
     if both.dtype == object:
         labels_all = [tuple(r) for r in both.tolist()]
@@ -334,6 +336,8 @@ def _row_candidates(r1: np.ndarray, r2: np.ndarray, kind: str) -> Candidates:
             vals = both[first]
         else:
             vals, inv = np.unique(both, axis=0, return_inverse=True)
+        if cap is not None and len(vals) > cap:
+            return None
         inv = inv.reshape(-1)
         labels = [tuple(r) for r in vals.tolist()]
     k = len(labels)
@@ -382,13 +386,9 @@ def vector_candidates(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str 
     blocks: list[Candidates] = []
     numeric = y1.dtype.kind in "biuf" and y2.dtype.kind in "biuf"
     if finite:
-        keys = _row_keys(y1, y2) if numeric else None
-        if keys is not None:
-            distinct = np.unique(np.concatenate(keys)).size
-        else:
-            distinct = np.unique(np.concatenate([y1, y2]), axis=0).shape[0] if numeric else 0
-        if distinct <= ROW_LABEL_CAP:
-            blocks.append(_row_candidates(y1, y2, "set"))
+        rows = _row_candidates(y1, y2, "set", cap=ROW_LABEL_CAP if numeric else None)
+        if rows is not None:
+            blocks.append(rows)
         if d > 1 and numeric:
             for j in range(d):
                 part = finite_candidates(y1[:, j], y2[:, j])

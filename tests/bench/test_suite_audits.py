@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from dpharness.bench.cli import main
-from dpharness.verifiers import suites
+from dpharness.verifiers import are_neighbours, suites
 
 
 def _config(path):
@@ -42,8 +42,6 @@ def test_suite_pairs_are_legal_and_published_bounds_are_kept():
             assert e.pairs
             for d1, d2 in e.pairs:
                 assert e.mechanism.claim.neighbours in ("value", "score_linf", "one_differ")
-                from dpharness.verifiers import are_neighbours
-
                 assert are_neighbours(d1, d2, e.mechanism.claim), (e.qualified, d1, d2)
     assert suites.get("dpsniper/NoisyHist2").published["dpsniper_reg"] == 4.60
 
