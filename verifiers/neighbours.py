@@ -250,6 +250,14 @@ def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.nd
             e = np.zeros(k)
             e[top], e[second] = -s, s
             moves.append((e, "top two converge"))
+        if k >= 4:
+            # half the queries up and half down (StatDP's "half half" / "X shape" patterns): what
+            # threshold mechanisms (sparse vector) are most sensitive to, since answers below and
+            # above the threshold then move to opposite sides of it
+            half = np.where(np.arange(k) < k // 2, s, 0.0 if monotone else -s)
+            moves.append((half, "first half up" if monotone else "first half up, rest down"))
+            if not monotone:
+                moves.append((-half, "first half down, rest up"))
     return [((flat + m).reshape(base.shape), lab) for m, lab in moves]
 
 
@@ -431,18 +439,40 @@ def _unit_pairs(mechanism: Any) -> list[Pair]:
     return out
 
 
+def _data_key(d: Any) -> tuple:
+    a = np.asarray(d)
+    return (a.tobytes() if a.dtype != object else repr(d), a.dtype.str, np.shape(d))
+
+
 def _dedupe(pairs: Iterable[Pair]) -> list[Pair]:
     seen: set = set()
     out = []
     for p in pairs:
-        key = (np.asarray(p.d1).tobytes() if np.asarray(p.d1).dtype != object else repr(p.d1),
-               np.asarray(p.d2).tobytes() if np.asarray(p.d2).dtype != object else repr(p.d2),
-               np.shape(p.d1), np.shape(p.d2))
+        key = (_data_key(p.d1), _data_key(p.d2))
         if key in seen:
             continue
         seen.add(key)
         out.append(p)
     return out
+
+
+def merge_swaps(pairs: Iterable[Pair]) -> tuple[list[Pair], int]:
+    """The pairs with every later repeat of a pair or of its swap (d2, d1) removed, and how many
+    were removed.
+
+    An audit of (d1, d2) scores every event in both directions, so it is exactly the audit of
+    (d2, d1): searching both only splits the selection draws between two copies of one test.
+    """
+    items = list(pairs)
+    seen: set = set()
+    out = []
+    for p in items:
+        k1, k2 = _data_key(p.d1), _data_key(p.d2)
+        if (k1, k2) in seen or (k2, k1) in seen:
+            continue
+        seen.add((k1, k2))
+        out.append(p)
+    return out, len(items) - len(out)
 
 
 def family_of(mechanism: Any) -> str:

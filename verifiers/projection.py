@@ -15,7 +15,9 @@ centring and scaling frozen from the selection draws):
 
 * real rows: every coordinate (NaN read as 0), an indicator per coordinate that was ever NaN
   (the "no answer" pattern of sparse vector), and the row's minimum, maximum and number of
-  answered coordinates (order statistics: what a maximum or a prefix sum responds to);
+  answered coordinates (order statistics: what a maximum or a prefix sum responds to), and an
+  indicator per value of every coordinate that takes at most :data:`ONEHOT_MAX` distinct values
+  (a label carried in a real row, e.g. SVT4's 1/0/-1 inside SVT34Parallel);
 * label rows: an indicator for every (coordinate, value) with at most :data:`ONEHOT_MAX` values
   seen in that coordinate — so the regression can express any log-likelihood ratio that is a sum
   over coordinates, e.g. exactly RAPPOR's — and the raw value of numeric coordinates with more.
@@ -87,7 +89,7 @@ class Projection:
 def _feature_names(p: Projection) -> list[str]:
     if p.kind == "real":
         return ([f"y[{j}]" for j in range(p.width)] + [f"y[{j}] is NaN" for j in p.nan_coords]
-                + ["min", "max", "answered"])
+                + ["min", "max", "answered"] + [f"y[{j}]=={v:g}" for j, v in p.onehot])
     return [f"y[{j}]=={v:g}" for j, v in p.onehot] + [f"y[{j}]" for j in p.numeric]
 
 
@@ -103,6 +105,7 @@ def _features(y: np.ndarray, kind: str, nan_coords: tuple[int, ...], onehot: tup
             hi = np.where(answered > 0, np.nanmax(np.where(nan, -np.inf, yf), axis=1), 0.0)
         cols = [filled, nan[:, list(nan_coords)].astype(np.float64), lo[:, None], hi[:, None],
                 answered[:, None].astype(np.float64)]
+        cols += [(yf[:, j] == v).astype(np.float64)[:, None] for j, v in onehot]
         return np.concatenate(cols, axis=1)
     yf = y.astype(np.float64)
     cols = [(yf[:, j] == v).astype(np.float64)[:, None] for j, v in onehot]
@@ -112,10 +115,19 @@ def _features(y: np.ndarray, kind: str, nan_coords: tuple[int, ...], onehot: tup
 
 def _layout(y: np.ndarray, kind: str) -> tuple[tuple[int, ...], tuple[tuple[int, float], ...], tuple[int, ...]]:
     """Which coordinates get NaN indicators / one-hot columns / numeric columns (selection draws only)."""
-    if kind == "real":
-        nan_coords = tuple(int(j) for j in np.flatnonzero(np.isnan(y.astype(np.float64)).any(axis=0)))
-        return nan_coords, (), ()
     onehot: list[tuple[int, float]] = []
+    if kind == "real":
+        yr = y.astype(np.float64)
+        nan_coords = tuple(int(j) for j in np.flatnonzero(np.isnan(yr).any(axis=0)))
+        # A real coordinate that takes only a few values is a label in disguise (SVT4's 1/0/-1
+        # inside SVT34Parallel's real rows): a linear weight on its value cannot tell the middle
+        # value from the ends, so each value also gets an indicator, as for label rows.
+        for j in range(y.shape[1]):
+            col = yr[:, j]
+            vals = np.unique(col[~np.isnan(col)])
+            if 2 <= vals.size <= ONEHOT_MAX:
+                onehot.extend((j, float(v)) for v in vals)
+        return nan_coords, tuple(onehot), ()
     numeric: list[int] = []
     yf = y.astype(np.float64)
     for j in range(y.shape[1]):

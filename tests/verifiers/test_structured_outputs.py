@@ -82,6 +82,33 @@ def test_projection_is_frozen_on_the_selection_draws():
     assert projection.fit_projection(np.ones((5, 3)), np.ones((5, 3)), "real") is None
 
 
+def test_projection_one_hot_encodes_labels_carried_in_real_rows():
+    """A real coordinate with three values where only the middle one differs between D and D'
+    (SVT4's 0 vs -1/1 inside SVT34Parallel): no linear weight on the value separates them, its
+    value indicators do. Exact: the score orders rows by that indicator alone."""
+    rng = np.random.default_rng(2)
+    n = 4000
+    a = np.column_stack([rng.normal(size=n), rng.choice([-1.0, 0.0, 1.0], size=n, p=[0.2, 0.6, 0.2])])
+    b = np.column_stack([rng.normal(size=n), rng.choice([-1.0, 0.0, 1.0], size=n, p=[0.4, 0.2, 0.4])])
+    p = projection.fit_projection(a, b, "real")
+    assert (1, 0.0) in p.onehot and (0, 0.0) not in p.onehot  # continuous coordinates stay numeric
+    rows = np.array([[0.0, 0.0], [0.0, -1.0], [0.0, 1.0]])
+    s = p.score(rows)
+    assert s[0] > max(s[1], s[2]) + 1.0
+
+
+def test_search_merges_swapped_pairs():
+    from dpharness.verifiers.neighbours import Pair, merge_swaps
+
+    x, y, z = np.zeros(3), np.ones(3), np.array([0.0, 0.0, 1.0])
+    kept, merged = merge_swaps([Pair(x, y, "a"), Pair(y, x, "a swapped"), Pair(x, z, "b"), Pair(x, y, "a again")])
+    assert [p.label for p in kept] == ["a", "b"] and merged == 2
+    m = zoo.make("noisy_histogram_half_noise")
+    w = m.witness()
+    v = verifiers.search(m, generator=[(w.d1, w.d2), (w.d2, w.d1)], budget=20000, rng=1)
+    assert v.pairs_tried == 1 and v.extra["swapped_pairs_merged"] == 1
+
+
 # -- neighbour relations ------------------------------------------------------------------------
 
 def test_one_differ_relation():
