@@ -3,9 +3,8 @@
 The budget (total mechanism calls, both datasets) is split into a selection part and a
 certification part. Selection runs successive halving over the candidate pairs of
 :func:`verifiers.neighbours.pairs_for`: every live pair gets a round of draws, pairs are ranked by
-a held-out predicted certified bound (:func:`held_out_score`: the best event of half of the pair's
-selection draws so far, scored on the other half), and the better half survives; the winner's
-event is then chosen on all of its selection draws (:func:`verifiers.statistical.best_choice`). A pair listed again, or
+the best predicted certified bound among their events (:func:`verifiers.statistical.best_choice`,
+on all selection draws accumulated so far), and the better half survives. A pair listed again, or
 listed swapped, is searched once: every event is scored in both directions, so (d1, d2) and
 (d2, d1) are the same test (``Verdict.extra["swapped_pairs_merged"]`` counts the merged ones). The single winner
 (pair, event, direction, alpha split) is certified on fresh draws. Every selection decision uses
@@ -23,8 +22,8 @@ import numpy as np
 from ..mechanisms.contracts import check_auditable
 from . import bounds
 from .neighbours import merge_swaps, pairs_for
-from .statistical import (SELECT, alpha_split, best_choice, certify, check_samples, check_selection, draw,
-                          is_finite, seed_of, selection_score, stream, SEQUENTIAL, check_sequential)
+from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, check_selection, draw,
+                          is_finite, seed_of, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
@@ -91,7 +90,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     rounds = max(1, math.ceil(math.log2(P)) + 1) if P > 1 else 1
     alive = list(range(P))
     ys: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in range(P)}
-    ranks: dict[int, float] = {}
+    choices: dict[int, Choice] = {}
     spent = 0
     for r in range(rounds):
         left = rounds - r
@@ -114,17 +113,16 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 skipped.append({"pair": pairs[j].label, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 alive.remove(j)
                 continue
-            ranks[j] = held_out_score(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                      alpha=alpha, delta=dl_c)
+            choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
+                                     alpha=alpha, delta=dl_c)
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")
         if len(alive) > 1 and r < rounds - 1:
-            ranked = sorted(alive, key=lambda j: (-ranks[j], j))
+            ranked = sorted(alive, key=lambda j: (-choices[j].score, j))
             alive = ranked[: max(1, math.ceil(len(alive) / 2))]
-    best = max(alive, key=lambda j: (ranks[j], -j))
-    ch = best_choice(np.concatenate(ys[best][0]), np.concatenate(ys[best][1]), finite=finite, n_cert=n_cert,
-                     alpha=alpha, delta=dl_c)
+    best = max(alive, key=lambda j: (choices[j].score, -j))
+    ch = choices[best]
     a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)
     p = pairs[best]
     # Certification draws are Poisson(lam) per dataset (exact conditional bounds); lam keeps a
@@ -141,32 +139,6 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 alpha=alpha)
     _report(v, skipped, merged)
     return v
-
-
-#: Shrinkage level of the held-out frequencies that rank pairs (one event per pair: no winner's
-#: curse left to correct, only a mild preference for events seen often enough to certify).
-RANK_SHRINK = 0.25
-
-
-def held_out_score(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float,
-                   delta: float = 0.0) -> float:
-    """How well a pair's selection draws predict a certified bound, honestly: the event is chosen
-    on the even rows and its predicted bound (:func:`verifiers.statistical.selection_score`) is
-    computed from its counts on the odd rows, which took no part in choosing it.
-
-    Ranking pairs by the best event's score on the draws that chose it rewards the pair whose
-    noise happened to be luckiest among thousands of candidate events (a pair of equal laws then
-    looks as good as a small real loss); the held-out count removes that bias, so successive
-    halving keeps the pairs with a real loss.
-    """
-    n = int(np.shape(y1)[0])
-    if n < 2:
-        return best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=delta).score
-    ch = best_choice(y1[0::2], y2[0::2], finite=finite, n_cert=n_cert, alpha=alpha, delta=delta)
-    k1, k2 = ch.event.count(y1[1::2]), ch.event.count(y2[1::2])
-    num, den = (k1, k2) if ch.direction == "d1>d2" else (k2, k1)
-    nb = int(np.shape(y1[1::2])[0])
-    return float(selection_score(num, den, nb, n_cert, alpha, delta, shrink=RANK_SHRINK))
 
 
 def _report(v: Verdict, skipped: list[dict], merged: int) -> None:
