@@ -1,4 +1,4 @@
-"""Anytime-valid audits: draw in growing batches, stop as soon as a violation is certified.
+"""Anytime-valid audits: draw in adaptive batches, stop as soon as a violation is certified.
 
 docs/auditing.md, "Anytime-valid audits". ``audit(..., sequential=True)`` and
 ``search(..., sequential=True)`` dispatch here.
@@ -16,8 +16,8 @@ directions), then with 1 + u <= e^u
 because (x - 1) e^eps + (y - 1) = 0. So the batch factor
 ``F = sum_j w_j x_j^K1 y_j^K2 exp(-n (x_j - 1) delta)`` (weights w_j >= 0 summing to <= 1, over the
 alternatives pi_j >= pi0, all chosen before the batch) has conditional expectation <= 1 under the
-null, whatever event, direction or weights were chosen from the past. The running product
-M_t(eps) = F_1 ... F_t is a non-negative supermartingale, and by Ville's inequality
+null, whatever event, direction, weights *or batch size n* were chosen from the past. The running
+product M_t(eps) = F_1 ... F_t is a non-negative supermartingale, and by Ville's inequality
 P[sup_t M_t(eps) >= 1/alpha] <= alpha: the test can be looked at after every batch and stopped at
 any time (optional stopping) without losing its level.
 
@@ -31,11 +31,22 @@ monotonicity in eps is needed: the cell holding the true eps is never rejected w
 ``delta_lower > claimed delta``, from the same family at the claimed eps, where M is decreasing in
 delta so the bound is found by bisection).
 
-Selection. A first batch of ``first`` draws per dataset is used for selection only. After every
-batch the event and direction are chosen again (:func:`verifiers.statistical.best_choice`) on every
-draw seen so far (capped at POOL_CAP rows per dataset), and the weights w_j are centred on the
+Cost. For delta = 0 the cell bound of alternative j is ``u_j - v_c`` with
+u_j = ln w_j + K1 ln pi_j + K2 ln(1 - pi_j) and v_c = K1 ln b_c + K2 ln(1 - a_c) whenever
+pi_j >= b_c (and ln w_j when pi_j <= a_c): the log-sum over the alternatives of every cell is a
+suffix (prefix) cumulative log-sum-exp over the sorted alternatives, plus the one or two
+alternatives that fall inside the cell. One batch costs O(cells + alternatives), not their
+product, and gives the same numbers.
+
+Selection. A first batch of ``first`` draws per dataset is used for selection only. Before a batch
+the event and direction are chosen again (when the draws seen have grown by RESELECT) on the draws
+seen so far (the first ``pool_limit`` rows per dataset), and the weights w_j are centred on the
 chosen event's estimated conditional proportion (a discretised normal in logit space, mixed with a
-fixed broad part). All of this is predictable, so no alpha is split between selection rounds.
+fixed broad part). The selection score (:func:`choose`) is computed exactly (Clopper–Pearson) only
+for the few best candidates of a closed-form (Wilson) pre-score. The batch size is chosen from the
+past too (:func:`next_batch`): it doubles while the e-process shows no violation within reach and
+shrinks towards MIN_BATCH as M at the claim nears 1/alpha. All of this is predictable, so no alpha
+is split between selection rounds.
 """
 
 from __future__ import annotations
@@ -45,26 +56,41 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import expit, logsumexp, ndtri
 
 from . import bounds
+from . import statistical as _st
 from .events import Event
-from .statistical import (CERTIFY, SELECT, Choice, best_choice, candidates_for, detectable_epsilon, draw, is_finite,
-                          shrink_level, stream, SEQUENTIAL, check_sequential)
+from .statistical import (CERTIFY, SELECT, Choice, candidates_for, detectable_epsilon, draw, is_finite,
+                          selection_score, shrink_level, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict, Witness, summarize
 
-__all__ = ["sequential_audit", "sequential_certify", "EProcess", "schedule", "check_sequential",
-           "FIRST", "GROWTH", "POOL_CAP", "LOGIT_GRID"]
+__all__ = ["sequential_audit", "sequential_certify", "EProcess", "schedule", "next_batch", "check_sequential",
+           "FIRST", "GROWTH", "FAST_GROWTH", "MIN_BATCH", "FINE", "RESELECT", "POOL_CAP", "POOL_SHARE",
+           "POOL_FLOOR", "LOGIT_GRID", "BROAD", "SHRINK", "TOP_K"]
+
+# Every constant below is read when a function runs (not bound at definition time), so setting
+# e.g. ``verifiers.sequential.BROAD`` changes later audits.
 
 #: Draws per dataset of the selection batch (at most 30 % of the budget).
 FIRST = 40
-#: Size of the first certification batch per dataset, and the growth of the next ones.
+#: Size of the first certification batch per dataset.
 FIRST_CERT = 10
+#: Growth of the batch size while a violation looks within reach of the budget ...
 GROWTH = 1.1
+#: ... and while it does not (a correct mechanism: few, large batches).
+FAST_GROWTH = 2.0
+#: Smallest batch, and the share of the predicted draws still needed to reach 1/alpha that one
+#: batch may take (batches get finer as M at the claim nears 1/alpha; see :func:`next_batch`).
+MIN_BATCH = 3
+FINE = 0.05
 #: The event is chosen again when the draws seen have grown by this factor since the last choice.
 RESELECT = 1.1
-#: Rows per dataset kept for re-selection (the first ones drawn; later batches are only counted).
+#: Rows per dataset kept for re-selection: the first min(POOL_CAP, max(POOL_FLOOR,
+#: POOL_SHARE x draws per dataset)) (the fixed audit selects on 30 %); later batches are only counted.
 POOL_CAP = 200_000
+POOL_SHARE = 0.3
+POOL_FLOOR = 5_000
 #: Alternatives pi_j = expit(theta_j): logit grid, fine up to 10, then geometric to 40 (support
 #: violations need pi_j very close to 1).
 LOGIT_GRID = np.concatenate([np.arange(0.0, 10.0, 0.05), np.geomspace(10.5, 40.0, 16)])
@@ -72,12 +98,17 @@ LOGIT_GRID = np.concatenate([np.arange(0.0, 10.0, 0.05), np.geomspace(10.5, 40.0
 BROAD = 0.25
 #: Shrinkage level of the selection frequencies (None: :func:`verifiers.statistical.shrink_level`).
 SHRINK: float | None = 0.25
+#: Candidates per direction whose selection score is computed exactly (the best of the pre-score).
+TOP_K = 48
 #: Cell width of the confidence sequence in eps (logit of pi0) up to claim + 4, then geometric.
 CELL = 0.005
 
 
-def schedule(budget: int, first_cert: int = FIRST_CERT, growth: float = GROWTH) -> list[int]:
-    """Certification batch sizes per dataset: first_cert, x growth, ..., the last one cut to the budget."""
+def schedule(budget: int, first_cert: int | None = None, growth: float | None = None) -> list[int]:
+    """Fixed batch sizes per dataset: first_cert, x growth, ..., the last one cut to the budget
+    (the audit itself sizes its batches with :func:`next_batch`)."""
+    first_cert = FIRST_CERT if first_cert is None else first_cert
+    growth = GROWTH if growth is None else growth
     out: list[int] = []
     left = int(budget)
     size = float(max(1, first_cert))
@@ -89,21 +120,48 @@ def schedule(budget: int, first_cert: int = FIRST_CERT, growth: float = GROWTH) 
     return out
 
 
+def next_batch(prev: int, left: int, log_m: float, rate: float, threshold: float, first_cert: int | None = None,
+               growth: float | None = None) -> int:
+    """Size of the next batch from the past only: ``prev`` (last batch, 0 before the first),
+    ``left`` (budget still unused), ``log_m`` (ln M at the claim now), ``rate`` (predicted growth
+    of ln M at the claim per draw per dataset of the event about to be used, <= 0: none).
+
+    With h = (ln(1/alpha) - ln M)/rate the predicted draws still needed: FAST_GROWTH x prev when
+    there is no such prediction or h > left (nothing to stop for: a correct mechanism reaches its
+    budget in O(log budget) batches), else max(MIN_BATCH, min(GROWTH x prev, FINE x h)).
+    """
+    first_cert = FIRST_CERT if first_cert is None else first_cert
+    growth = GROWTH if growth is None else growth
+    if prev <= 0:
+        n = first_cert
+    elif not (rate > 0) or (threshold - log_m) > rate * left:
+        n = int(math.ceil(prev * FAST_GROWTH))
+    else:
+        h = max(threshold - log_m, 0.0) / rate
+        n = max(MIN_BATCH, min(int(math.ceil(prev * growth)), int(round(FINE * h))))
+    return int(max(1, min(n, left)))
+
+
 class EProcess:
     """The mixture e-process M_t(eps) of the module docstring, kept on cells of eps.
 
     ``update(k_num, k_den, n, weights)`` adds one batch (counts of the batch's event in its
     direction, draws per dataset, weights on :data:`LOGIT_GRID` chosen before the batch);
     ``epsilon_lower`` is the left end of the first cell never rejected; ``delta_lower`` (for
-    delta > 0) the running sup of {delta' : M_s(eps_claim, delta') >= 1/alpha}.
+    delta > 0) the running sup of {delta' : M_s(eps_claim, delta') >= 1/alpha}; ``log_e_claim``
+    is ln M_t at (eps_claim, delta_claim) exactly.
     """
 
-    def __init__(self, alpha: float, epsilon: float, delta: float = 0.0, grid: np.ndarray = LOGIT_GRID,
-                 cell: float = CELL):
+    def __init__(self, alpha: float, epsilon: float, delta: float = 0.0, grid: np.ndarray | None = None,
+                 cell: float | None = None):
+        grid = LOGIT_GRID if grid is None else grid
+        cell = CELL if cell is None else cell
         self.alpha = float(alpha)
         self.eps_c = float(epsilon)
         self.delta = float(delta)
         self.theta = np.asarray(grid, dtype=np.float64)
+        if self.theta.ndim != 1 or np.any(np.diff(self.theta) <= 0):
+            raise ValueError("grid must be a strictly increasing 1-D array of logits")
         self.pi = expit(self.theta)
         self.log_pi = np.log(self.pi)
         self.log_1m = np.log(expit(-self.theta))  # ln(1 - pi) without cancellation
@@ -122,63 +180,119 @@ class EProcess:
         self.batches: list[tuple[int, int, int, np.ndarray]] = []
         self._delta_lb = 0.0
         self.threshold = math.log(1.0 / self.alpha)
+        # Which alternatives are above (pi_j >= b), below (pi_j <= a) or inside each cell; the
+        # same comparisons as a direct evaluation, by bisection on the sorted pi.
+        self._ge = np.searchsorted(self.pi, self.b, side="left")
+        # (pi_j >= b wins when a cell is so narrow that a == b in floating point)
+        self._le = np.minimum(np.searchsorted(self.pi, self.a, side="right"), self._ge)
+        width = np.maximum(self._ge - self._le, 0)
+        self._inside = []
+        for k in range(int(width.max()) if width.size else 0):
+            cells = np.flatnonzero(width > k)
+            self._inside.append((cells, self._le[cells] + k))
+        # ln M at the claim, kept exactly
+        pi_c = expit(self.eps_c)
+        self._up_c = self.pi > pi_c
+        self._lx_c = self.log_pi - math.log(pi_c)
+        self._ly_c = self.log_1m - math.log(expit(-self.eps_c))
+        self._dx_c = self.pi / pi_c - 1.0
+        self.log_e_claim = 0.0
 
     def update(self, k_num: int, k_den: int, n: int, weights: np.ndarray) -> None:
         w = np.asarray(weights, dtype=np.float64)
+        if w.shape != self.pi.shape:
+            raise ValueError(f"weights must have one entry per alternative ({self.pi.size}), got shape {w.shape}")
         if np.any(w < 0) or w.sum() > 1.0 + 1e-9:
             raise ValueError("weights must be >= 0 and sum to <= 1")
-        keep = np.flatnonzero(w > 1e-12 * w.max()) if w.max() > 0 else np.zeros(0, dtype=int)
-        lw = np.log(w[keep])[None, :]
-        pj = self.pi[keep][None, :]
+        k1, k2 = int(k_num), int(k_den)
+        with np.errstate(divide="ignore"):
+            lw = np.log(w)
+        # the point value at the claim
+        t = np.where(self._up_c, lw + k1 * self._lx_c + k2 * self._ly_c - n * self.delta * self._dx_c, lw)
+        self.log_e_claim += float(logsumexp(t)) if np.isfinite(t).any() else -math.inf
         # cells left of the first cell never rejected no longer matter (they stay rejected)
         bad = np.flatnonzero(~self.rejected)
         s0 = int(bad[0]) if bad.size else self.lo.size
-        a, b = self.a[s0:, None], self.b[s0:, None]
-        # lower bound of each alternative's log factor over each cell [a, b]
-        t = (lw + k_num * (self.log_pi[keep][None, :] - self.log_b[s0:, None])
-             + k_den * (self.log_1m[keep][None, :] - self.log_1ma[s0:, None]))
-        if self.delta > 0:
-            t = t - n * self.delta * (pj / a - 1.0)
-        # An alternative below the cell bets nothing there: max(pi_j, pi0) = pi0, factor exactly 1
-        # (at most 1 where pi_j falls inside the cell).
-        t = np.where(pj >= b, t, np.where(pj <= a, lw, np.minimum(t, lw)))
-        if t.shape[1]:
-            mx = t.max(axis=1, keepdims=True)
-            f = np.log(np.exp(t - mx).sum(axis=1)) + mx[:, 0]
-        else:
-            f = np.full(t.shape[0], -np.inf)
-        self.cum[s0:] = self.cum[s0:] + f
+        f = self._cells_delta0(k1, k2, lw) if self.delta == 0 else self._cells_matrix(k1, k2, n, w, s0)
+        self.cum[s0:] = self.cum[s0:] + f[s0:]
         self.rejected[s0:] |= self.cum[s0:] >= self.threshold
-        self.batches.append((int(k_num), int(k_den), int(n), w))
+        self.batches.append((k1, k2, int(n), w))
         if self.delta > 0:
             self._delta_lb = max(self._delta_lb, self._delta_at_claim())
 
+    def _cells_delta0(self, k1: int, k2: int, lw: np.ndarray) -> np.ndarray:
+        """Lower bound of each cell's log factor, delta = 0: separable, O(cells + alternatives).
+        An alternative below the cell bets nothing there: max(pi_j, pi0) = pi0, factor exactly 1
+        (at most 1 where pi_j falls inside the cell)."""
+        with np.errstate(invalid="ignore"):
+            u = lw + k1 * self.log_pi + k2 * self.log_1m
+        u = np.where(np.isnan(u), -np.inf, u)
+        suffix = np.append(np.logaddexp.accumulate(u[::-1])[::-1], -np.inf)  # ln sum_{i >= j} e^{u_i}
+        prefix = np.insert(np.logaddexp.accumulate(lw), 0, -np.inf)  # ln sum_{i < j} w_i
+        v = k1 * self.log_b + k2 * self.log_1ma
+        with np.errstate(invalid="ignore"):
+            above = suffix[self._ge] - v
+        above = np.where(np.isnan(above), -np.inf, above)
+        f = np.logaddexp(above, prefix[self._le])
+        for cells, j in self._inside:
+            f[cells] = np.logaddexp(f[cells], np.minimum(u[j] - v[cells], lw[j]))
+        return f
+
+    def _cells_matrix(self, k1: int, k2: int, n: int, w: np.ndarray, s0: int) -> np.ndarray:
+        """Lower bound of each cell's log factor for delta > 0 (cells from s0 on; the others -inf)."""
+        out = np.full(self.lo.size, -np.inf)
+        if w.max() <= 0:
+            return out
+        keep = np.flatnonzero(w > 1e-12 * w.max())
+        lw = np.log(w[keep])[None, :]
+        pj = self.pi[keep][None, :]
+        a, b = self.a[s0:, None], self.b[s0:, None]
+        t = (lw + k1 * (self.log_pi[keep][None, :] - self.log_b[s0:, None])
+             + k2 * (self.log_1m[keep][None, :] - self.log_1ma[s0:, None]))
+        t = t - n * self.delta * (pj / a - 1.0)
+        t = np.where(pj >= b, t, np.where(pj <= a, lw, np.minimum(t, lw)))
+        mx = t.max(axis=1, keepdims=True)
+        out[s0:] = np.log(np.exp(t - mx).sum(axis=1)) + mx[:, 0]
+        return out
+
+    def _stacked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        k1 = np.array([b[0] for b in self.batches], dtype=np.float64)
+        k2 = np.array([b[1] for b in self.batches], dtype=np.float64)
+        n = np.array([b[2] for b in self.batches], dtype=np.float64)
+        w = np.array([np.asarray(b[3], dtype=np.float64) for b in self.batches]).reshape(len(self.batches), -1)
+        return k1, k2, n, w
+
     def log_e(self, epsilon: float, delta: float | None = None) -> float:
         """ln M_t at the point (epsilon, delta) exactly (not on cells): the test statistic."""
-        dl = self.delta if delta is None else float(delta)
+        if not self.batches:
+            return 0.0
+        return self._log_e(self._stacked(), epsilon, self.delta if delta is None else float(delta))
+
+    def _log_e(self, st: tuple, epsilon: float, dl: float) -> float:
+        k1, k2, n, w = st
         pi0 = expit(epsilon)
-        lp0, l1p0 = math.log(pi0), math.log(expit(-epsilon))
         ok = self.pi > pi0
-        total = 0.0
-        for k1, k2, n, w in self.batches:
-            with np.errstate(divide="ignore"):
-                t = (np.log(w[ok]) + k1 * (self.log_pi[ok] - lp0) + k2 * (self.log_1m[ok] - l1p0)
-                     - n * dl * (self.pi[ok] / pi0 - 1.0))
-            cash = float(w[~ok].sum())  # alternatives at or below pi0 bet nothing: factor 1
-            t = np.append(t, math.log(cash) if cash > 0 else -math.inf)
-            total += float(logsumexp(t))
-        return total
+        with np.errstate(divide="ignore"):
+            lw = np.log(w)
+        t = (lw[:, ok] + k1[:, None] * (self.log_pi[ok] - math.log(pi0))
+             + k2[:, None] * (self.log_1m[ok] - math.log(expit(-epsilon))) - n[:, None] * dl * (self.pi[ok] / pi0 - 1.0))
+        # alternatives at or below pi0 bet nothing: factor 1
+        cash = w[:, ~ok].sum(axis=1)
+        with np.errstate(divide="ignore"):
+            t = np.concatenate([t, np.log(cash)[:, None]], axis=1)
+        return float(np.sum(logsumexp(t, axis=1)))
 
     def _delta_at_claim(self) -> float:
         """sup{delta' in [0, 1] : ln M_t(eps_c, delta') >= ln(1/alpha)}; M decreases in delta'."""
-        if self.log_e(self.eps_c, 0.0) < self.threshold:
+        st = self._stacked()
+        if self._log_e(st, self.eps_c, 0.0) < self.threshold:
             return 0.0
         lo, hi = 0.0, 1.0
-        if self.log_e(self.eps_c, hi) >= self.threshold:
+        if self._log_e(st, self.eps_c, hi) >= self.threshold:
             return 1.0
         for _ in range(50):
             mid = 0.5 * (lo + hi)
-            if self.log_e(self.eps_c, mid) >= self.threshold:
+            if self._log_e(st, self.eps_c, mid) >= self.threshold:
                 lo = mid
             else:
                 hi = mid
@@ -196,21 +310,19 @@ class EProcess:
         return float(self._delta_lb)
 
 
-def local_weights(centre: float, m: float, eps_c: float, grid: np.ndarray = LOGIT_GRID,
-                  broad: float = BROAD) -> np.ndarray:
+def local_weights(centre: float, m: float, eps_c: float, grid: np.ndarray | None = None,
+                  broad: float | None = None) -> np.ndarray:
     """Weights on the alternatives for the next batch: a discretised normal in logit space at the
     event's estimated log ratio ``centre`` with the sd of a logit estimated from ``m`` hits, mixed
     with a fixed broad part centred just above the claim (sum 1)."""
+    grid = LOGIT_GRID if grid is None else grid
+    broad = BROAD if broad is None else broad
     p = float(expit(centre))
     sd = max(0.08, 1.0 / math.sqrt((m + 1.0) * max(p * (1 - p), 1e-6)))
     loc = np.exp(-0.5 * ((grid - centre) / sd) ** 2)
     br = 1.0 / (1.0 + ((grid - eps_c - 0.5) / 1.0) ** 2)
     loc = loc / loc.sum() if loc.sum() > 0 else br / br.sum()
     return (1 - broad) * loc + broad * br / br.sum()
-
-
-def _counts(choice_event: Event, y: np.ndarray) -> int:
-    return int(choice_event.count(y))
 
 
 def _kl(p: np.ndarray, q: float) -> np.ndarray:
@@ -221,16 +333,90 @@ def _kl(p: np.ndarray, q: float) -> np.ndarray:
     return a + b
 
 
+def _wilson(k: np.ndarray, n: float, level: float, upper: bool) -> np.ndarray:
+    """Closed-form stand-in for the one-sided Clopper–Pearson bound at ``level`` (Wilson score
+    bound with continuity correction; exact at k = 0 and k = n). Only ranks candidates."""
+    k = np.asarray(k, dtype=np.float64)
+    z = float(ndtri(1.0 - level))
+    kk = np.clip(k + (0.5 if upper else -0.5), 0.0, n)
+    ph = kk / n
+    s = z * np.sqrt(np.maximum(ph * (1 - ph) / n + z * z / (4 * n * n), 0.0))
+    c = (ph + z * z / (2 * n) + (s if upper else -s)) / (1 + z * z / n)
+    if upper:
+        return np.where(k <= 0, -math.expm1(math.log(level) / n), np.where(k >= n, 1.0, np.clip(c, 0.0, 1.0)))
+    return np.where(k <= 0, 0.0, np.where(k >= n, math.exp(math.log(level) / n), np.clip(c, 0.0, 1.0)))
+
+
+def _top(score: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest entries, in increasing index order (ties then go to the first
+    candidate, as with a plain argmax)."""
+    if score.size <= k:
+        return np.arange(score.size)
+    return np.sort(np.argpartition(-score, k - 1)[:k])
+
+
+def _growth(num: np.ndarray, den: np.ndarray, n: int, gamma: float, delta: float, pi_c: float,
+            exact: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted growth of ln M at the claim per draw per dataset, (p_num + p_den) KL(pi || pi_c),
+    with p_num shrunk down and p_den up at level gamma; and pi."""
+    if exact:
+        lo = np.asarray(bounds.cp_lower(num, n, gamma), dtype=float).reshape(-1)
+        up = np.asarray(bounds.cp_upper(den, n, gamma), dtype=float).reshape(-1)
+    else:
+        lo, up = _wilson(num, n, gamma, False), _wilson(den, n, gamma, True)
+    pn = np.maximum(lo - delta, 0.0)
+    tot = pn + up
+    pi = np.where(tot > 0, pn / np.maximum(tot, 1e-300), 0.0)
+    return np.where(pi > pi_c, tot * _kl(pi, pi_c), 0.0), pi
+
+
+def _bound_choice(cand: Any, n: int, *, n_cert: int, alpha: float, delta: float) -> Choice:
+    """:func:`verifiers.statistical.best_choice` on given candidates: maximise
+    :func:`verifiers.statistical.selection_score`, computed exactly for the TOP_K best of a
+    closed-form pre-score per direction."""
+    gamma = _st.SHRINK if _st.SHRINK is not None else shrink_level(2 * len(cand))
+    best: Choice | None = None
+    for direction, num, den in (("d1>d2", cand.c1, cand.c2), ("d2>d1", cand.c2, cand.c1)):
+        keep = np.flatnonzero((num > den) & (num > delta * n))
+        if keep.size == 0:
+            continue
+        kn, kd = np.minimum(num[keep], n), np.minimum(den[keep], n)
+        # pre-score: the predicted bound with normal approximations throughout
+        k1 = _wilson(kn, n, gamma, False) * n_cert
+        k2 = _wilson(kd, n, gamma, True) * n_cert
+        z = float(ndtri(1.0 - alpha))
+        if delta == 0.0:
+            m = np.maximum(k1 + k2, 1e-300)
+            pl = np.clip(k1 / m - z * np.sqrt(k1 * k2 / m) / m, 1e-300, 1 - 1e-16)
+            pre = np.where(k1 > 0, np.log(pl) - np.log1p(-pl), -np.inf)
+        else:
+            lo = np.maximum(k1 - z * np.sqrt(k1), 0.0) / n_cert - delta
+            up = (k2 + z * np.sqrt(k2) + z * z) / n_cert
+            pre = np.where(lo > 0, np.log(np.maximum(lo, 1e-300)) - np.log(up), -np.inf)
+        sub = keep[_top(pre, TOP_K)]
+        s = selection_score(num[sub], den[sub], n, n_cert, alpha, delta, shrink=gamma)
+        j = int(np.argmax(s))
+        if best is None or s[j] > best.score:
+            i = int(sub[j])
+            best = Choice(float(s[j]), cand.event(i), direction, int(cand.c1[i]), int(cand.c2[i]), n, gamma)
+    if best is None:
+        # Nothing is more likely under one dataset: certify the most frequent event (bound 0).
+        i = int(np.argmax(cand.c1))
+        best = Choice(-math.inf, cand.event(i), "d1>d2", int(cand.c1[i]), int(cand.c2[i]), n, gamma)
+    return best
+
+
 def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delta: float, events: str,
-           n_cert: int, alpha: float) -> tuple[Choice, float, float]:
-    """The event and direction for the next batch, from every draw so far, and the centre (logit)
-    and count behind the weights.
+           n_cert: int, alpha: float) -> tuple[Choice, float, float, float]:
+    """The event and direction for the next batch, from the pooled draws, the centre (logit) and
+    count behind the weights, and the predicted growth rate of ln M at the claim (0: none).
 
     Score: the expected growth of ln M at the claim per draw per dataset,
     (p_num + p_den) KL(pi || pi_c), pi = p_num/(p_num + p_den), with p_num shrunk to its
     Clopper–Pearson lower bound (minus delta) and p_den to its upper bound at the selection's
-    shrinkage level (winner's curse, as in :func:`verifiers.statistical.selection_score`). When no
-    event looks like a violation, the bound-maximising choice of
+    shrinkage level (winner's curse, as in :func:`verifiers.statistical.selection_score`); computed
+    exactly for the TOP_K best candidates per direction of the same score with Wilson bounds. When
+    no event looks like a violation, the bound-maximising choice of
     :func:`verifiers.statistical.best_choice` is used (it tightens the bound of a correct mechanism).
     """
     n = int(np.shape(y1)[0])
@@ -242,40 +428,79 @@ def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delt
         keep = np.flatnonzero(num > den)
         if keep.size == 0:
             continue
-        pn = np.maximum(np.asarray(bounds.cp_lower(num[keep], n, gamma), dtype=float).reshape(-1) - delta, 0.0)
-        pd = np.asarray(bounds.cp_upper(den[keep], n, gamma), dtype=float).reshape(-1)
-        tot = pn + pd
-        pi = np.where(tot > 0, pn / np.maximum(tot, 1e-300), 0.0)
-        rate = np.where(pi > pi_c, tot * _kl(pi, pi_c), 0.0)
+        pre, _ = _growth(num[keep], den[keep], n, gamma, delta, pi_c, exact=False)
+        sub = keep[_top(pre, TOP_K)]
+        rate, pi = _growth(num[sub], den[sub], n, gamma, delta, pi_c, exact=True)
         j = int(np.argmax(rate))
         if rate[j] > 0 and (best is None or rate[j] > best[0]):
-            i = int(keep[j])
+            i = int(sub[j])
             best = (float(rate[j]), Choice(float(rate[j]), cand.event(i), direction, int(cand.c1[i]),
                                            int(cand.c2[i]), n, gamma), float(pi[j]))
     if best is not None:
-        _, ch, pi = best
+        r, ch, pi = best
         num_c, den_c = (ch.c1, ch.c2) if ch.direction == "d1>d2" else (ch.c2, ch.c1)
-        return ch, math.log(pi / (1 - pi)) if pi < 1 else float(LOGIT_GRID[-1]), float(num_c + den_c)
-    ch = best_choice(y1, y2, finite=finite, n_cert=max(n_cert, 1), alpha=alpha, delta=delta, events=events)
+        centre = math.log(pi / (1 - pi)) if pi < 1 else float(LOGIT_GRID[-1])
+        return ch, centre, float(num_c + den_c), r
+    ch = _bound_choice(cand, n, n_cert=max(n_cert, 1), alpha=alpha, delta=delta)
     num_c, den_c = (ch.c1, ch.c2) if ch.direction == "d1>d2" else (ch.c2, ch.c1)
     p = (num_c + 0.5) / (num_c + den_c + 1.0)
-    return ch, math.log(p / (1 - p)), float(num_c + den_c)
+    return ch, math.log(p / (1 - p)), float(num_c + den_c), 0.0
+
+
+def _replay_rate(kn: int, kd: int, n: int, delta: float, pi_c: float) -> float:
+    """Predicted growth rate for a replayed event from its own counts so far (inf before any)."""
+    if n <= 0:
+        return math.inf
+    gamma = SHRINK if SHRINK is not None else 0.25
+    r, _ = _growth(np.array([kn]), np.array([kd]), n, gamma, delta, pi_c, exact=True)
+    return float(r[0])
+
+
+class _Pool:
+    """The first ``limit`` rows per dataset, kept as chunks and joined only when selecting."""
+
+    def __init__(self, y1: list[np.ndarray], y2: list[np.ndarray], limit: int):
+        self.c1 = [np.asarray(y) for y in y1]
+        self.c2 = [np.asarray(y) for y in y2]
+        self.limit = int(limit)
+        self.rows = int(sum(np.shape(y)[0] for y in self.c1))
+        self._joined: tuple[np.ndarray, np.ndarray] | None = None
+
+    def add(self, z1: np.ndarray, z2: np.ndarray) -> None:
+        room = self.limit - self.rows
+        if room <= 0:
+            return
+        self.c1.append(z1[:room])
+        self.c2.append(z2[:room])
+        self.rows += min(room, int(np.shape(z1)[0]))
+        self._joined = None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._joined is None:
+            if not self.c1:
+                self._joined = (np.zeros(0), np.zeros(0))
+            else:
+                self._joined = (np.concatenate(self.c1), np.concatenate(self.c2))
+                self.c1, self.c2 = [self._joined[0]], [self._joined[1]]
+        return self._joined
 
 
 def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarray], pool2: list[np.ndarray],
                        budget: int, alpha: float, seed: int, key: tuple[int, ...], calls_so_far: int,
-                       pairs_tried: int, label: str = "", events: str = "all", first_cert: int = FIRST_CERT,
-                       growth: float = GROWTH, event: Event | None = None, direction: str | None = None) -> Verdict:
+                       pairs_tried: int, label: str = "", events: str = "all", first_cert: int | None = None,
+                       growth: float | None = None, event: Event | None = None,
+                       direction: str | None = None) -> Verdict:
     """Certify sequentially with ``budget`` fresh draws per dataset at most, after the selection
-    draws ``pool1``/``pool2`` (already drawn, counted in ``calls_so_far``)."""
+    draws ``pool1``/``pool2`` (already drawn, counted in ``calls_so_far``). ``first_cert`` and
+    ``growth`` override FIRST_CERT and GROWTH."""
     claim = mechanism.claim
     eps_c, dl_c = float(claim.epsilon), float(claim.delta)
+    pi_c = float(expit(eps_c))
     finite = is_finite(mechanism)
     ep = EProcess(alpha, eps_c, dl_c)
-    sizes = schedule(budget, first_cert, growth)
-    y1 = np.concatenate(pool1) if pool1 else np.zeros(0)
-    y2 = np.concatenate(pool2) if pool2 else np.zeros(0)
-    n_sel = int(np.shape(y1)[0])
+    n_sel = int(sum(np.shape(y)[0] for y in pool1))
+    limit = min(POOL_CAP, max(POOL_FLOOR, int(math.ceil(POOL_SHARE * (n_sel + budget)))))
+    pool = _Pool(pool1, pool2, limit)
     done = 0
     k1_tot = k2_tot = 0  # hits of the batches' events, by dataset
     sel_den_zero = True
@@ -285,19 +510,22 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
     looks = 0
     last_sel = 1
     run_num = run_den = sel_num = sel_den = 0
-    centre, m_hits = 0.0, 0.0
+    centre, m_hits, rate = 0.0, 0.0, 0.0
+    n = 0
     t0 = time.perf_counter()
-    for b, n in enumerate(sizes):
+    while done < budget:
         if event is not None:
             # a replayed witness: no selection; the weights follow this event's own counts so far
             dr = direction or "d1>d2"
             kn0, kd0 = (k1_tot, k2_tot) if dr == "d1>d2" else (k2_tot, k1_tot)
             ch = Choice(0.0, event, dr, 0, 0, 0, 0.0)
             centre, m_hits = math.log((kn0 + 0.5) / (kd0 + 0.5)), float(kn0 + kd0)
-        elif ch is None or int(np.shape(y1)[0]) >= RESELECT * last_sel:
-            ch, centre, m_hits = choose(y1, y2, finite=finite, epsilon=eps_c, delta=dl_c, events=events,
-                                        n_cert=budget - done, alpha=alpha)
-            last_sel = int(np.shape(y1)[0])
+            rate = _replay_rate(kn0, kd0, done, dl_c, pi_c)
+        elif ch is None or pool.rows >= RESELECT * last_sel:
+            y1, y2 = pool.arrays()
+            ch, centre, m_hits, rate = choose(y1, y2, finite=finite, epsilon=eps_c, delta=dl_c, events=events,
+                                              n_cert=budget - done, alpha=alpha)
+            last_sel = pool.rows
             run_num = run_den = 0  # this event's counts in the batches since it was chosen
             sel_num, sel_den = (ch.c1, ch.c2) if ch.direction == "d1>d2" else (ch.c2, ch.c1)
         else:
@@ -306,9 +534,10 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
             centre, m_hits = math.log((tn + 0.5) / (td + 0.5)), float(tn + td)
         den_pool = ch.c2 if ch.direction == "d1>d2" else ch.c1
         w = local_weights(centre, m_hits, eps_c)
-        z1 = draw(mechanism, d1, n, stream(seed, *key, CERTIFY, 0, b))
-        z2 = draw(mechanism, d2, n, stream(seed, *key, CERTIFY, 1, b))
-        c1, c2 = _counts(ch.event, z1), _counts(ch.event, z2)
+        n = next_batch(n, budget - done, ep.log_e_claim, rate, ep.threshold, first_cert, growth)
+        z1 = draw(mechanism, d1, n, stream(seed, *key, CERTIFY, 0, looks))
+        z2 = draw(mechanism, d2, n, stream(seed, *key, CERTIFY, 1, looks))
+        c1, c2 = ch.event.count(z1), ch.event.count(z2)
         kn, kd = (c1, c2) if ch.direction == "d1>d2" else (c2, c1)
         ep.update(kn, kd, n, w)
         if event is None:
@@ -325,9 +554,8 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
         if violated:
             stopped = "violation"
             break
-        if event is None and int(np.shape(y1)[0]) < POOL_CAP:
-            y1 = np.concatenate([y1, z1])
-            y2 = np.concatenate([y2, z2])
+        if event is None:
+            pool.add(z1, z2)
     assert ch is not None
     eps_lb = ep.epsilon_lower
     dl_lb = ep.delta_lower if dl_c > 0 else 0.0
