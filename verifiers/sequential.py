@@ -31,34 +31,43 @@ monotonicity in eps is needed: the cell holding the true eps is never rejected w
 ``delta_lower > claimed delta``, from the same family at the claimed eps, where M is decreasing in
 delta so the bound is found by bisection).
 
+Batches and looks. Nothing above needs n fixed in advance: each batch size is a function of the
+past (:func:`next_batch`). Batches grow by FAST_GROWTH while no violation is "near" (a correct
+mechanism reaches its budget in O(log budget) looks), and are cut to FINE of the predicted draws
+still needed when one is (ln M at the claim on track to reach ln(1/alpha) within HORIZON x the
+draws seen), so a stop overshoots the crossing by a few per cent.
+
+Selection. A first batch of ``first`` draws per dataset is used for selection only. The event and
+direction are chosen again whenever the pooled draws have grown by RESELECT (the first
+``pool_limit`` rows per dataset are pooled), by the predicted growth of ln M at the claim
+(:func:`choose`); intervals of scalar outputs must promise INTERVAL_PENALTY times more than the
+best other event, and a two-tailed event counts only if each tail alone looks like a violation in
+the same direction (fewer noise-fitted candidates, less winner's curse). The weights w_j are
+centred on the chosen event's estimated conditional proportion (a discretised normal in logit
+space, mixed with a fixed broad part). All of this is a function of earlier draws only, so no alpha
+is split between selection rounds or batch sizes.
+
 Cost. For delta = 0 the cell bound of alternative j is ``u_j - v_c`` with
 u_j = ln w_j + K1 ln pi_j + K2 ln(1 - pi_j) and v_c = K1 ln b_c + K2 ln(1 - a_c) whenever
 pi_j >= b_c (and ln w_j when pi_j <= a_c): the log-sum over the alternatives of every cell is a
-suffix (prefix) cumulative log-sum-exp over the sorted alternatives, plus the one or two
-alternatives that fall inside the cell. One batch costs O(cells + alternatives), not their
-product, and gives the same numbers.
-
-Selection. A first batch of ``first`` draws per dataset is used for selection only. Before a batch
-the event and direction are chosen again (when the draws seen have grown by RESELECT) on the draws
-seen so far (the first ``pool_limit`` rows per dataset), and the weights w_j are centred on the
-chosen event's estimated conditional proportion (a discretised normal in logit space, mixed with a
-fixed broad part). The selection score (:func:`choose`) is computed exactly (Clopper–Pearson) only
-for the few best candidates of a closed-form (Wilson) pre-score. The batch size is chosen from the
-past too (:func:`next_batch`): it doubles while the e-process shows no violation within reach and
-shrinks towards MIN_BATCH as M at the claim nears 1/alpha. All of this is predictable, so no alpha
-is split between selection rounds.
+suffix (prefix) cumulative log-sum-exp over the sorted alternatives, plus the few alternatives that
+fall inside the cell. One batch costs O(cells + alternatives), not their product, and gives the
+same numbers. The selection score is computed exactly (Clopper–Pearson) only for the TOP_K best
+candidates of a closed-form (Wilson) pre-score.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp, ndtri
+from scipy.special import betaincinv, expit, ndtri
 
 from . import bounds
+from . import events as _events
 from . import statistical as _st
 from .events import Event
 from .statistical import (CERTIFY, SELECT, Choice, candidates_for, detectable_epsilon, draw, is_finite,
@@ -66,8 +75,10 @@ from .statistical import (CERTIFY, SELECT, Choice, candidates_for, detectable_ep
 from .verdict import Verdict, Witness, summarize
 
 __all__ = ["sequential_audit", "sequential_certify", "EProcess", "schedule", "next_batch", "check_sequential",
-           "FIRST", "GROWTH", "FAST_GROWTH", "MIN_BATCH", "FINE", "RESELECT", "POOL_CAP", "POOL_SHARE",
-           "POOL_FLOOR", "LOGIT_GRID", "BROAD", "SHRINK", "TOP_K"]
+           "FIRST", "FIRST_CERT", "GROWTH", "FAST_GROWTH", "FAST_MIN", "FAST_LOOKS", "MIN_BATCH", "FINE",
+           "HORIZON", "STALL", "WINDOW",
+           "RESELECT", "RESELECT_LARGE", "RESELECT_ROWS", "POOL_CAP", "POOL_SHARE", "POOL_FLOOR", "LOGIT_GRID",
+           "BROAD", "SHRINK", "TOP_K", "INTERVAL_PENALTY", "TAILS_EACH", "CELL"]
 
 # Every constant below is read when a function runs (not bound at definition time), so setting
 # e.g. ``verifiers.sequential.BROAD`` changes later audits.
@@ -78,14 +89,27 @@ FIRST = 40
 FIRST_CERT = 10
 #: Growth of the batch size while a violation looks within reach of the budget ...
 GROWTH = 1.1
-#: ... and while it does not (a correct mechanism: few, large batches).
-FAST_GROWTH = 2.0
+#: ... and while it does not (a correct mechanism: few, large batches): the growth that reaches the
+#: budget in FAST_LOOKS looks, within [FAST_MIN, FAST_GROWTH] (small budgets grow gently: a broken
+#: mechanism whose evidence is still building keeps re-selecting often).
+FAST_GROWTH = 4.0
+FAST_MIN = 2.0
+FAST_LOOKS = 7
 #: Smallest batch, and the share of the predicted draws still needed to reach 1/alpha that one
 #: batch may take (batches get finer as M at the claim nears 1/alpha; see :func:`next_batch`).
 MIN_BATCH = 3
 FINE = 0.05
-#: The event is chosen again when the draws seen have grown by this factor since the last choice.
+#: "Near": the predicted draws still needed are at most HORIZON x the draws seen so far, and ln M
+#: at the claim has grown by more than STALL since the look at WINDOW x the draws seen.
+HORIZON = 3.0
+STALL = -0.5
+WINDOW = 0.25
+#: The event is chosen again when the pooled draws have grown by RESELECT since the last choice
+#: (RESELECT_LARGE once the pool holds RESELECT_ROWS rows per dataset: a choice costs O(pool), so
+#: the total selection work stays within a few times one choice on the final pool).
 RESELECT = 1.1
+RESELECT_LARGE = 1.5
+RESELECT_ROWS = 2_000
 #: Rows per dataset kept for re-selection: the first min(POOL_CAP, max(POOL_FLOOR,
 #: POOL_SHARE x draws per dataset)) (the fixed audit selects on 30 %); later batches are only counted.
 POOL_CAP = 200_000
@@ -97,11 +121,33 @@ LOGIT_GRID = np.concatenate([np.arange(0.0, 10.0, 0.05), np.geomspace(10.5, 40.0
 #: Share of the batch weights on the fixed broad part (the rest is centred on the estimate).
 BROAD = 0.25
 #: Shrinkage level of the selection frequencies (None: :func:`verifiers.statistical.shrink_level`).
-SHRINK: float | None = 0.25
+SHRINK: float | None = 0.35
+#: An interval {lo <= y <= hi} (scalar outputs) is chosen over the best other event only when its
+#: predicted growth is this many times larger (math.inf: never; 1: no preference). Hundreds of
+#: two-ended candidates add more winner's curse than power where the violation is one-sided.
+INTERVAL_PENALTY = 4.0
+#: A two-tailed event {y < lo or y > hi} is a candidate only when each tail alone looks like a
+#: violation in the same direction (see :func:`choose`).
+TAILS_EACH = True
 #: Candidates per direction whose selection score is computed exactly (the best of the pre-score).
 TOP_K = 48
 #: Cell width of the confidence sequence in eps (logit of pi0) up to claim + 4, then geometric.
 CELL = 0.005
+
+
+def _lse(t: np.ndarray, axis: int | None = None) -> Any:
+    """ln sum exp(t) (along ``axis``); -inf for an empty or all -inf sum."""
+    if axis is None:
+        if t.size == 0:
+            return -math.inf
+        mx = float(t.max())
+        if not math.isfinite(mx):
+            return mx
+        return mx + math.log(float(np.exp(t - mx).sum()))
+    mx = t.max(axis=axis, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(t - mx).sum(axis=axis)) + np.squeeze(mx, axis=axis)
 
 
 def schedule(budget: int, first_cert: int | None = None, growth: float | None = None) -> list[int]:
@@ -120,25 +166,37 @@ def schedule(budget: int, first_cert: int | None = None, growth: float | None = 
     return out
 
 
-def next_batch(prev: int, left: int, log_m: float, rate: float, threshold: float, first_cert: int | None = None,
-               growth: float | None = None) -> int:
-    """Size of the next batch from the past only: ``prev`` (last batch, 0 before the first),
+def next_batch(prev: int, left: int, log_m: float, rate: float, threshold: float, seen: int = 0,
+               progress: float = math.inf, first_cert: int | None = None, growth: float | None = None,
+               budget: int | None = None) -> int:
+    """Size of the next batch, from the past only: ``prev`` (the last batch, 0 before the first),
     ``left`` (budget still unused), ``log_m`` (ln M at the claim now), ``rate`` (predicted growth
-    of ln M at the claim per draw per dataset of the event about to be used, <= 0: none).
+    of ln M at the claim per draw per dataset of the event about to be used; <= 0: none),
+    ``seen`` (draws per dataset so far, selection included), ``progress`` (growth of ln M at the
+    claim since the look at WINDOW x ``seen`` draws).
 
-    With h = (ln(1/alpha) - ln M)/rate the predicted draws still needed: FAST_GROWTH x prev when
-    there is no such prediction or h > left (nothing to stop for: a correct mechanism reaches its
-    budget in O(log budget) batches), else max(MIN_BATCH, min(GROWTH x prev, FINE x h)).
+    With h = (ln(1/alpha) - ln M)/rate the predicted draws still needed, a violation is "near"
+    when h <= min(left, HORIZON x seen) and ln M has not fallen lately (progress > STALL: the
+    prediction alone is optimistic, the event was picked for its counts, and on a correct mechanism
+    ln M drifts down).
+    Near: max(MIN_BATCH, min(GROWTH x prev, FINE x h)), finer as M at the claim nears 1/alpha, so a
+    stop overshoots the crossing by about FINE of the draws it needed. Otherwise (e.g. a correct
+    mechanism) the batches grow by g = (budget/FIRST_CERT)^(1/FAST_LOOKS), within [FAST_MIN,
+    FAST_GROWTH] (``budget``: the certification budget; FAST_GROWTH without it), so the budget is
+    reached in about FAST_LOOKS looks (O(log budget) when g is capped).
     """
     first_cert = FIRST_CERT if first_cert is None else first_cert
     growth = GROWTH if growth is None else growth
+    gap = max(threshold - log_m, 0.0)
     if prev <= 0:
         n = first_cert
-    elif not (rate > 0) or (threshold - log_m) > rate * left:
-        n = int(math.ceil(prev * FAST_GROWTH))
+    elif rate > 0 and gap <= rate * min(left, HORIZON * max(seen, 1)) and progress > STALL:
+        n = max(MIN_BATCH, min(int(math.ceil(prev * growth)), int(round(FINE * gap / rate))))
     else:
-        h = max(threshold - log_m, 0.0) / rate
-        n = max(MIN_BATCH, min(int(math.ceil(prev * growth)), int(round(FINE * h))))
+        g = FAST_GROWTH
+        if budget is not None:
+            g = min(FAST_GROWTH, max(FAST_MIN, (max(budget, 1) / max(first_cert, 1)) ** (1.0 / FAST_LOOKS)))
+        n = int(math.ceil(prev * g))
     return int(max(1, min(n, left)))
 
 
@@ -209,7 +267,7 @@ class EProcess:
             lw = np.log(w)
         # the point value at the claim
         t = np.where(self._up_c, lw + k1 * self._lx_c + k2 * self._ly_c - n * self.delta * self._dx_c, lw)
-        self.log_e_claim += float(logsumexp(t)) if np.isfinite(t).any() else -math.inf
+        self.log_e_claim += _lse(t)
         # cells left of the first cell never rejected no longer matter (they stay rejected)
         bad = np.flatnonzero(~self.rejected)
         s0 = int(bad[0]) if bad.size else self.lo.size
@@ -224,16 +282,15 @@ class EProcess:
         """Lower bound of each cell's log factor, delta = 0: separable, O(cells + alternatives).
         An alternative below the cell bets nothing there: max(pi_j, pi0) = pi0, factor exactly 1
         (at most 1 where pi_j falls inside the cell)."""
-        with np.errstate(invalid="ignore"):
-            u = lw + k1 * self.log_pi + k2 * self.log_1m
-        u = np.where(np.isnan(u), -np.inf, u)
-        suffix = np.append(np.logaddexp.accumulate(u[::-1])[::-1], -np.inf)  # ln sum_{i >= j} e^{u_i}
-        prefix = np.insert(np.logaddexp.accumulate(lw), 0, -np.inf)  # ln sum_{i < j} w_i
+        u = lw + (k1 * self.log_pi + k2 * self.log_1m)  # finite terms: -inf only where w_j = 0
+        acc = np.empty(u.size + 1)
+        acc[-1] = -np.inf
+        np.logaddexp.accumulate(u[::-1], out=acc[-2::-1])  # acc[j] = ln sum_{i >= j} e^{u_i}
+        pre = np.empty(u.size + 1)
+        pre[0] = -np.inf
+        np.logaddexp.accumulate(lw, out=pre[1:])  # pre[j] = ln sum_{i < j} w_i
         v = k1 * self.log_b + k2 * self.log_1ma
-        with np.errstate(invalid="ignore"):
-            above = suffix[self._ge] - v
-        above = np.where(np.isnan(above), -np.inf, above)
-        f = np.logaddexp(above, prefix[self._le])
+        f = np.logaddexp(acc[self._ge] - v, pre[self._le])
         for cells, j in self._inside:
             f[cells] = np.logaddexp(f[cells], np.minimum(u[j] - v[cells], lw[j]))
         return f
@@ -275,12 +332,13 @@ class EProcess:
         with np.errstate(divide="ignore"):
             lw = np.log(w)
         t = (lw[:, ok] + k1[:, None] * (self.log_pi[ok] - math.log(pi0))
-             + k2[:, None] * (self.log_1m[ok] - math.log(expit(-epsilon))) - n[:, None] * dl * (self.pi[ok] / pi0 - 1.0))
+             + k2[:, None] * (self.log_1m[ok] - math.log(expit(-epsilon)))
+             - n[:, None] * dl * (self.pi[ok] / pi0 - 1.0))
         # alternatives at or below pi0 bet nothing: factor 1
         cash = w[:, ~ok].sum(axis=1)
         with np.errstate(divide="ignore"):
             t = np.concatenate([t, np.log(cash)[:, None]], axis=1)
-        return float(np.sum(logsumexp(t, axis=1)))
+        return float(np.sum(_lse(t, axis=1)))
 
     def _delta_at_claim(self) -> float:
         """sup{delta' in [0, 1] : ln M_t(eps_c, delta') >= ln(1/alpha)}; M decreases in delta'."""
@@ -347,6 +405,32 @@ def _wilson(k: np.ndarray, n: float, level: float, upper: bool) -> np.ndarray:
     return np.where(k <= 0, 0.0, np.where(k >= n, math.exp(math.log(level) / n), np.clip(c, 0.0, 1.0)))
 
 
+def _cp(k: np.ndarray, n: Any, level: float, upper: bool) -> np.ndarray:
+    """:func:`verifiers.bounds.cp_lower`/``cp_upper`` (k may be real), without their input checks."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.broadcast_to(np.asarray(n, dtype=np.float64), k.shape)
+    mid = (k > 0) & (k < n)
+    out = np.empty(k.shape)
+    if upper:
+        out[~mid] = np.where(k[~mid] <= 0, -np.expm1(math.log(level) / np.maximum(n[~mid], 1e-300)), 1.0)
+        out[mid] = betaincinv(k[mid] + 1.0, n[mid] - k[mid], 1.0 - level)
+    else:
+        out[~mid] = np.where(k[~mid] <= 0, 0.0, np.exp(math.log(level) / np.maximum(n[~mid], 1e-300)))
+        out[mid] = betaincinv(k[mid], n[mid] - k[mid] + 1.0, level)
+    return out
+
+
+def _count_below(y: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """#{y < t_k} for each k, in O(len(y) log len(t)) (no sort of y)."""
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    idx = np.searchsorted(ts, np.asarray(y, dtype=np.float64), side="right")  # how many t_k <= y
+    below = np.cumsum(np.bincount(idx, minlength=ts.size + 1))[:ts.size]  # y < ts[k] iff idx <= k
+    out = np.empty(ts.size, dtype=np.int64)
+    out[order] = below
+    return out
+
+
 def _top(score: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest entries, in increasing index order (ties then go to the first
     candidate, as with a plain argmax)."""
@@ -360,14 +444,28 @@ def _growth(num: np.ndarray, den: np.ndarray, n: int, gamma: float, delta: float
     """Predicted growth of ln M at the claim per draw per dataset, (p_num + p_den) KL(pi || pi_c),
     with p_num shrunk down and p_den up at level gamma; and pi."""
     if exact:
-        lo = np.asarray(bounds.cp_lower(num, n, gamma), dtype=float).reshape(-1)
-        up = np.asarray(bounds.cp_upper(den, n, gamma), dtype=float).reshape(-1)
+        lo, up = _cp(num, n, gamma, False), _cp(den, n, gamma, True)
     else:
         lo, up = _wilson(num, n, gamma, False), _wilson(den, n, gamma, True)
     pn = np.maximum(lo - delta, 0.0)
     tot = pn + up
     pi = np.where(tot > 0, pn / np.maximum(tot, 1e-300), 0.0)
     return np.where(pi > pi_c, tot * _kl(pi, pi_c), 0.0), pi
+
+
+def _bound_prescore(num: np.ndarray, den: np.ndarray, n: int, gamma: float, n_cert: int, alpha: float,
+                    delta: float) -> np.ndarray:
+    """:func:`verifiers.statistical.selection_score` with normal approximations throughout (ranking only)."""
+    k1 = _wilson(np.minimum(num, n), n, gamma, False) * n_cert
+    k2 = _wilson(np.minimum(den, n), n, gamma, True) * n_cert
+    z = float(ndtri(1.0 - alpha))
+    if delta == 0.0:
+        m = np.maximum(k1 + k2, 1e-300)
+        pl = np.clip(k1 / m - z * np.sqrt(k1 * k2 / m) / m, 1e-300, 1 - 1e-16)
+        return np.where(k1 > 0, np.log(pl) - np.log1p(-pl), -np.inf)
+    lo = np.maximum(k1 - z * np.sqrt(k1), 0.0) / n_cert - delta
+    up = (k2 + z * np.sqrt(k2) + z * z) / n_cert
+    return np.where(lo > 0, np.log(np.maximum(lo, 1e-300)) - np.log(up), -np.inf)
 
 
 def _bound_choice(cand: Any, n: int, *, n_cert: int, alpha: float, delta: float) -> Choice:
@@ -380,21 +478,18 @@ def _bound_choice(cand: Any, n: int, *, n_cert: int, alpha: float, delta: float)
         keep = np.flatnonzero((num > den) & (num > delta * n))
         if keep.size == 0:
             continue
-        kn, kd = np.minimum(num[keep], n), np.minimum(den[keep], n)
-        # pre-score: the predicted bound with normal approximations throughout
-        k1 = _wilson(kn, n, gamma, False) * n_cert
-        k2 = _wilson(kd, n, gamma, True) * n_cert
-        z = float(ndtri(1.0 - alpha))
-        if delta == 0.0:
-            m = np.maximum(k1 + k2, 1e-300)
-            pl = np.clip(k1 / m - z * np.sqrt(k1 * k2 / m) / m, 1e-300, 1 - 1e-16)
-            pre = np.where(k1 > 0, np.log(pl) - np.log1p(-pl), -np.inf)
+        sub = keep if keep.size <= TOP_K else keep[_top(_bound_prescore(num[keep], den[keep], n, gamma, n_cert,
+                                                                        alpha, delta), TOP_K)]
+        if delta == 0.0:  # selection_score's formula, without its input checks
+            k1 = _cp(np.minimum(num[sub], n), n, gamma, False) * n_cert
+            k2 = _cp(np.minimum(den[sub], n), n, gamma, True) * n_cert
+            s = np.full(sub.size, -np.inf)
+            ok = k1 > 0
+            pl = _cp(k1[ok], k1[ok] + k2[ok], alpha, False)
+            with np.errstate(divide="ignore"):
+                s[ok] = np.log(pl) - np.log1p(-pl)
         else:
-            lo = np.maximum(k1 - z * np.sqrt(k1), 0.0) / n_cert - delta
-            up = (k2 + z * np.sqrt(k2) + z * z) / n_cert
-            pre = np.where(lo > 0, np.log(np.maximum(lo, 1e-300)) - np.log(up), -np.inf)
-        sub = keep[_top(pre, TOP_K)]
-        s = selection_score(num[sub], den[sub], n, n_cert, alpha, delta, shrink=gamma)
+            s = selection_score(num[sub], den[sub], n, n_cert, alpha, delta, shrink=gamma)
         j = int(np.argmax(s))
         if best is None or s[j] > best.score:
             i = int(sub[j])
@@ -415,7 +510,9 @@ def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delt
     (p_num + p_den) KL(pi || pi_c), pi = p_num/(p_num + p_den), with p_num shrunk to its
     Clopper–Pearson lower bound (minus delta) and p_den to its upper bound at the selection's
     shrinkage level (winner's curse, as in :func:`verifiers.statistical.selection_score`); computed
-    exactly for the TOP_K best candidates per direction of the same score with Wilson bounds. When
+    exactly for the TOP_K best candidates per direction of the same score with Wilson bounds. For
+    scalar real outputs an interval's score is divided by INTERVAL_PENALTY, and a two-tailed event
+    scores 0 unless each tail alone has a positive score in the same direction (TAILS_EACH). When
     no event looks like a violation, the bound-maximising choice of
     :func:`verifiers.statistical.best_choice` is used (it tightens the bound of a correct mechanism).
     """
@@ -423,14 +520,41 @@ def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delt
     cand = candidates_for(y1, y2, finite, events)
     gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
     pi_c = float(expit(epsilon))
+    # Scalar outputs: an interval must promise INTERVAL_PENALTY times the growth of the best other
+    # event, and a two-tailed event {y < lo or y > hi} counts only if each tail on its own looks
+    # like a violation in the same direction (else it is a threshold plus a tail piece fitted to
+    # noise: thousands of such candidates feed the winner's curse).
+    factor = np.ones(len(cand))
+    kinds = getattr(_events, "_KINDS", ())
+    scalar = not cand.parts and np.ndim(y1) == 1 and not finite
+    outside = np.zeros(len(cand), dtype=bool)
+    if scalar and "interval" in kinds and INTERVAL_PENALTY != 1.0:
+        factor[cand.kinds == kinds.index("interval")] = 1.0 / INTERVAL_PENALTY
+    if scalar and "outside" in kinds and TAILS_EACH:
+        outside = cand.kinds == kinds.index("outside")
     best = None
     for direction, num, den in (("d1>d2", cand.c1, cand.c2), ("d2>d1", cand.c2, cand.c1)):
-        keep = np.flatnonzero(num > den)
+        keep = np.flatnonzero((num > den) & (factor > 0))
         if keep.size == 0:
             continue
-        pre, _ = _growth(num[keep], den[keep], n, gamma, delta, pi_c, exact=False)
-        sub = keep[_top(pre, TOP_K)]
+        if keep.size > TOP_K:
+            pre, _ = _growth(num[keep], den[keep], n, gamma, delta, pi_c, exact=False)
+            pre = pre * factor[keep]
+            sub = _top(pre, TOP_K)
+            if outside.any():  # the best one-tailed candidates too, in case the two-tailed ones fail
+                sub = np.union1d(sub, _top(np.where(outside[keep], -np.inf, pre), TOP_K))
+            sub = keep[sub]
+        else:
+            sub = keep
         rate, pi = _growth(num[sub], den[sub], n, gamma, delta, pi_c, exact=True)
+        rate = rate * factor[sub]
+        two = np.flatnonzero(outside[sub] & (rate > 0))
+        if two.size:
+            left = [_count_below(y, cand.lo[sub[two]]) for y in (y1, y2)]  # counts of y < lo
+            ln, ld = (left[0], left[1]) if direction == "d1>d2" else (left[1], left[0])
+            r_left, _ = _growth(ln, ld, n, gamma, 0.0, pi_c, exact=True)
+            r_right, _ = _growth(num[sub[two]] - ln, den[sub[two]] - ld, n, gamma, 0.0, pi_c, exact=True)
+            rate[two] = np.where((r_left > 0) & (r_right > 0), rate[two], 0.0)
         j = int(np.argmax(rate))
         if rate[j] > 0 and (best is None or rate[j] > best[0]):
             i = int(sub[j])
@@ -447,13 +571,17 @@ def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delt
     return ch, math.log(p / (1 - p)), float(num_c + den_c), 0.0
 
 
-def _replay_rate(kn: int, kd: int, n: int, delta: float, pi_c: float) -> float:
-    """Predicted growth rate for a replayed event from its own counts so far (inf before any)."""
-    if n <= 0:
+def _pace(kn: float, kd: float, rows: float, delta: float, pi_c: float) -> float:
+    """Growth of ln M at the claim per draw per dataset that an event seen kn/kd times in ``rows``
+    draws per dataset would give if those frequencies were the truth (what sizes the batches);
+    inf before any draw."""
+    if rows <= 0:
         return math.inf
-    gamma = SHRINK if SHRINK is not None else 0.25
-    r, _ = _growth(np.array([kn]), np.array([kd]), n, gamma, delta, pi_c, exact=True)
-    return float(r[0])
+    pn, pd = max(kn / rows - delta, 0.0), kd / rows
+    if pn + pd <= 0:
+        return 0.0
+    pi = pn / (pn + pd)
+    return float((pn + pd) * _kl(np.array([pi]), pi_c)[0]) if pi > pi_c else 0.0
 
 
 class _Pool:
@@ -510,8 +638,11 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
     looks = 0
     last_sel = 1
     run_num = run_den = sel_num = sel_den = 0
-    centre, m_hits, rate = 0.0, 0.0, 0.0
+    centre, m_hits, pace = 0.0, 0.0, 0.0
+    done_sel = 0
     n = 0
+    trail_seen: list[int] = [n_sel]  # draws seen and ln M at the claim after each look
+    trail_lm: list[float] = [0.0]
     t0 = time.perf_counter()
     while done < budget:
         if event is not None:
@@ -520,21 +651,26 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
             kn0, kd0 = (k1_tot, k2_tot) if dr == "d1>d2" else (k2_tot, k1_tot)
             ch = Choice(0.0, event, dr, 0, 0, 0, 0.0)
             centre, m_hits = math.log((kn0 + 0.5) / (kd0 + 0.5)), float(kn0 + kd0)
-            rate = _replay_rate(kn0, kd0, done, dl_c, pi_c)
-        elif ch is None or pool.rows >= RESELECT * last_sel:
-            y1, y2 = pool.arrays()
-            ch, centre, m_hits, rate = choose(y1, y2, finite=finite, epsilon=eps_c, delta=dl_c, events=events,
-                                              n_cert=budget - done, alpha=alpha)
-            last_sel = pool.rows
-            run_num = run_den = 0  # this event's counts in the batches since it was chosen
-            sel_num, sel_den = (ch.c1, ch.c2) if ch.direction == "d1>d2" else (ch.c2, ch.c1)
+            pace = _pace(kn0, kd0, done, dl_c, pi_c)
         else:
-            # same event: the centre follows its counts on every draw so far (all predictable)
-            tn, td = sel_num + run_num, sel_den + run_den
-            centre, m_hits = math.log((tn + 0.5) / (td + 0.5)), float(tn + td)
+            if ch is None or pool.rows >= (RESELECT if last_sel < RESELECT_ROWS else RESELECT_LARGE) * last_sel:
+                y1, y2 = pool.arrays()
+                ch, centre, m_hits, _ = choose(y1, y2, finite=finite, epsilon=eps_c, delta=dl_c, events=events,
+                                               n_cert=budget - done, alpha=alpha)
+                last_sel, done_sel = pool.rows, done
+                run_num = run_den = 0  # this event's counts in the batches since it was chosen
+                sel_num, sel_den = (ch.c1, ch.c2) if ch.direction == "d1>d2" else (ch.c2, ch.c1)
+            else:
+                # same event: the centre follows its counts on every draw so far (all predictable)
+                tn, td = sel_num + run_num, sel_den + run_den
+                centre, m_hits = math.log((tn + 0.5) / (td + 0.5)), float(tn + td)
+            pace = _pace(sel_num + run_num, sel_den + run_den, last_sel + done - done_sel, dl_c, pi_c)
         den_pool = ch.c2 if ch.direction == "d1>d2" else ch.c1
         w = local_weights(centre, m_hits, eps_c)
-        n = next_batch(n, budget - done, ep.log_e_claim, rate, ep.threshold, first_cert, growth)
+        half = bisect.bisect_right(trail_seen, (n_sel + done) * WINDOW) - 1
+        n = next_batch(n, budget - done, ep.log_e_claim, pace, ep.threshold, seen=n_sel + done,
+                       progress=ep.log_e_claim - (trail_lm[half] if half >= 0 else 0.0), first_cert=first_cert,
+                       growth=growth, budget=budget)
         z1 = draw(mechanism, d1, n, stream(seed, *key, CERTIFY, 0, looks))
         z2 = draw(mechanism, d2, n, stream(seed, *key, CERTIFY, 1, looks))
         c1, c2 = ch.event.count(z1), ch.event.count(z2)
@@ -548,8 +684,10 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
         k2_tot += c2
         if den_pool > 0 or kd > 0:
             sel_den_zero = False
+        trail_seen.append(n_sel + done)
+        trail_lm.append(ep.log_e_claim)
         history.append({"look": looks, "draws": done, "event": str(ch.event), "direction": ch.direction,
-                        "counts": [c1, c2], "epsilon_lower": ep.epsilon_lower})
+                        "counts": [c1, c2], "epsilon_lower": ep.epsilon_lower, "log_e": ep.log_e_claim})
         violated = ep.epsilon_lower > eps_c or (dl_c > 0 and ep.delta_lower > dl_c)
         if violated:
             stopped = "violation"

@@ -118,6 +118,107 @@ def test_coverage_over_simulated_binomial_paths():
     assert bad <= stats.binom.ppf(1 - 1e-4, paths, alpha)
 
 
+def _cells_direct(ep, k1, k2, n, w):
+    """Each cell's lower bound of ln F, alternative by alternative (the definition, O(cells x alternatives))."""
+    pj = expit(sq.LOGIT_GRID)[None, :]
+    a, b = ep.a[:, None], ep.b[:, None]
+    with np.errstate(divide="ignore"):
+        lw = np.log(w)[None, :]
+    log_1ma = np.log(expit(-ep.lo))[:, None]  # ln(1 - a) without cancellation
+    t = lw + k1 * (np.log(pj) - np.log(b)) + k2 * (np.log(expit(-sq.LOGIT_GRID))[None, :] - log_1ma)
+    t = t - n * ep.delta * (pj / a - 1.0)
+    t = np.where(pj >= b, t, np.where(pj <= a, lw, np.minimum(t, lw)))
+    mx = np.max(t, axis=1, keepdims=True)
+    return np.log(np.exp(t - mx).sum(axis=1)) + mx[:, 0]
+
+
+@pytest.mark.parametrize("eps,delta", [(1.0, 0.0), (0.5, 0.0), (3.3, 0.0), (1.0, 0.002)])
+def test_cell_update_matches_the_definition(eps, delta):
+    """The O(cells + alternatives) update (delta = 0: cumulative log-sum-exp over the sorted
+    alternatives) gives the cell bounds of the definition, including cells so narrow that a == b
+    in floating point and weights that are exactly 0."""
+    rng = np.random.default_rng(11)
+    ep = sq.EProcess(0.05, eps, delta)
+    cum = np.zeros(ep.lo.size)
+    for _ in range(8):
+        n = int(rng.integers(1, 2000))
+        p2 = rng.uniform(0, 0.3)
+        k1, k2 = rng.binomial(n, min(1.0, p2 * math.exp(rng.uniform(-1, 4)))), rng.binomial(n, p2)
+        w = sq.local_weights(rng.uniform(-1, 12), rng.uniform(0, 300), eps) * (rng.random(sq.LOGIT_GRID.size) < 0.7)
+        live = ~ep.rejected
+        ep.update(k1, k2, n, w)
+        cum[live] += _cells_direct(ep, k1, k2, n, w)[live]
+        assert np.allclose(ep.cum[live], cum[live], rtol=1e-9, atol=1e-9)
+    assert ep.log_e_claim == pytest.approx(ep.log_e(eps), rel=1e-9, abs=1e-9)
+
+
+def test_next_batch_rules():
+    thr = math.log(20)
+    assert sq.next_batch(0, 1000, 0.0, 0.0, thr) == sq.FIRST_CERT
+    # nothing predicted (or predicted beyond the budget): grow fast
+    assert sq.next_batch(40, 10**6, 0.0, 0.0, thr, seen=100) == math.ceil(40 * sq.FAST_GROWTH)
+    assert sq.next_batch(40, 50, 0.0, 1e-6, thr, seen=100) == 50  # never past the budget
+    # near (3 nats at 0.01 per draw: 300 draws to go, seen 200): FINE x 300 = 15, at most GROWTH x prev
+    assert sq.next_batch(40, 10**4, 0.0, 0.01, thr, seen=200) == max(sq.MIN_BATCH, round(sq.FINE * thr / 0.01))
+    assert sq.next_batch(10, 10**4, 0.0, 0.01, thr, seen=200) == math.ceil(10 * sq.GROWTH)
+    # almost there: the smallest batch
+    assert sq.next_batch(40, 10**4, thr - 0.01, 0.01, thr, seen=200) == sq.MIN_BATCH
+    # predicted near, but ln M has been falling: not trusted
+    assert sq.next_batch(40, 10**4, 0.0, 0.01, thr, seen=200, progress=sq.STALL - 1) == math.ceil(40 * sq.FAST_GROWTH)
+
+
+def test_coverage_with_adaptive_batch_sizes():
+    """Batch sizes chosen from the running e-value (next_batch, fed an optimistic predicted rate) keep
+    the level: at the least favourable null the running bound exceeds the true eps on at most alpha
+    of the paths (same threshold as above)."""
+    alpha, eps, p2, paths = 0.1, 1.0, 0.1, 300
+    p1 = math.exp(eps) * p2
+    rng = np.random.default_rng(20240602)
+    bad = 0
+    for _ in range(paths):
+        ep = sq.EProcess(alpha, eps, cell=0.02)
+        t1 = t2 = done = n = 0
+        while done < 800:
+            w = sq.local_weights(math.log((t1 + 0.5) / (t2 + 0.5)) + 0.3, t1 + t2, eps)
+            n = sq.next_batch(n, 800 - done, ep.log_e_claim, 0.02, ep.threshold, seen=done + 20)
+            k1, k2 = rng.binomial(n, p1), rng.binomial(n, p2)
+            ep.update(k1, k2, n, w)
+            t1, t2, done = t1 + k1, t2 + k2, done + n
+            if ep.epsilon_lower > eps:
+                bad += 1
+                break
+    assert bad <= stats.binom.ppf(1 - 1e-4, paths, alpha)
+
+
+def test_constants_are_read_when_called(monkeypatch):
+    """Tuning a module constant changes later calls (nothing is bound at definition time)."""
+    w0 = sq.local_weights(2.0, 30.0, 1.0)
+    monkeypatch.setattr(sq, "BROAD", 0.9)
+    assert not np.allclose(sq.local_weights(2.0, 30.0, 1.0), w0)
+    monkeypatch.setattr(sq, "FIRST_CERT", 7)
+    assert sq.next_batch(0, 100, 0.0, 0.0, 3.0) == 7
+    monkeypatch.setattr(sq, "CELL", 0.05)
+    assert sq.EProcess(0.05, 1.0).hi[0] == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("tails_each", [True, False])
+def test_two_tailed_event_needs_both_tails(monkeypatch, tails_each):
+    """{y <= -3} seen 20 vs 3 times: adding the far tail {y > 1} (2 lucky draws vs 0) raises the
+    selection score, but that tail alone is no violation, so the threshold is kept (TAILS_EACH);
+    when both tails carry the violation the two-tailed event is chosen."""
+    monkeypatch.setattr(sq, "TAILS_EACH", tails_each)
+    kw = dict(finite=False, epsilon=1.0, delta=0.0, events="all", n_cert=1000, alpha=0.05)
+    y1 = np.r_[[-3.0] * 20, np.linspace(0, 1, 30), [9.0, 9.5]]
+    y2 = np.r_[[-3.0] * 3, np.linspace(0, 1, 49)]
+    ch, _, _, rate = sq.choose(y1, y2, **kw)
+    assert rate > 0 and ch.direction == "d1>d2"
+    assert ch.event.kind == ("le" if tails_each else "outside")
+    y1 = np.r_[[-3.0] * 20, np.linspace(0, 1, 30), [3.0] * 20]
+    y2 = np.r_[[-3.0] * 3, np.linspace(0, 1, 64), [3.0] * 3]
+    ch, _, _, rate = sq.choose(y1, y2, **kw)
+    assert rate > 0 and ch.direction == "d1>d2" and ch.event.kind == "outside"
+
+
 def test_schedule_grows_geometrically_and_fits_the_budget():
     s = sq.schedule(1000, 10, 1.1)
     assert sum(s) == 1000 and s[0] == 10
@@ -153,11 +254,13 @@ def test_t6_inverted_laplace_stops_within_target():
 
 
 def test_t2_rnm_value_stops_before_the_fixed_budget():
-    """T2's pair: flagged, and the median stop is below the fixed-budget audit's T2 size (1,500 per
-    dataset), which is where the fixed audit certifies it in 85-90 % of seeds."""
+    """T2's pair: flagged, and the median stop is well below the fixed-budget audit's T2 size (1,500
+    per dataset, where the fixed audit certifies it in 85-90 % of seeds); 595 on these seeds when
+    written (the issue's target, 400, is not met: docs/auditing.md, "Anytime-valid audits")."""
     m, vs = _stops("rnm_laplace_value", 1500, range(11))
     draws = np.array([v.extra["draws_per_dataset"] for v in vs])
-    assert np.median(draws) < 1500
+    assert np.median(draws) < 1000
+    assert sum(v.violated for v in vs) >= 9
     assert all(v.epsilon_lower > 1.0 for v in vs if v.violated)
 
 
@@ -176,6 +279,18 @@ def test_correct_mechanism_runs_to_the_budget_at_the_same_draws():
     assert v.extra["stopped"] == "budget" and not v.violated
     assert v.extra["draws_per_dataset"] == 1000 and v.calls == 2000
     assert 0 <= v.epsilon_lower <= 1.0
+
+
+def test_correct_mechanism_reaches_a_large_budget_in_few_looks():
+    """While nothing is near a violation the batches grow by FAST_GROWTH: O(log budget) looks (and as
+    many event re-selections at most), so the sequential audit of a correct mechanism costs about what
+    the fixed audit does (docs/auditing.md, "What it costs")."""
+    m = zoo.make("em")
+    w = m.witness()
+    v = verifiers.audit(m, w.d1, w.d2, samples=100_000, rng=4, sequential=True)
+    assert v.extra["stopped"] == "budget" and v.extra["draws_per_dataset"] == 100_000
+    assert v.extra["looks"] <= 2 + math.ceil(math.log(100_000 / sq.FIRST_CERT) / math.log(sq.FAST_GROWTH)) + 4
+    assert v.extra["history"][-1]["log_e"] < math.log(20)
 
 
 def test_search_and_replay_dispatch():
