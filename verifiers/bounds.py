@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-__all__ = ["cp_lower", "cp_upper", "cp_interval", "epsilon_lower_bound", "delta_lower_bound", "blind_delta", "check_alpha",
+__all__ = ["cp_lower", "cp_upper", "cp_unchecked", "cp_interval", "epsilon_lower_bound", "delta_lower_bound", "blind_delta", "check_alpha",
            "poisson_lower", "poisson_upper", "conditional_epsilon_lower", "poisson_epsilon_lower",
            "poisson_delta_lower"]
 
@@ -73,31 +73,47 @@ def _prep(k: Any, n: Any, alpha: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return np.broadcast_arrays(k, n, a)  # type: ignore[return-value]
 
 
-def cp_lower(k: Any, n: Any, alpha: Any) -> np.ndarray | float:
-    """One-sided (1 - alpha) Clopper–Pearson lower bound on a binomial proportion.
-
-    Equals the lower end of the two-sided exact interval at confidence 1 - 2 alpha
-    (``scipy.stats.binomtest(k, n).proportion_ci(1 - 2 alpha, method="exact")``).
-    """
-    k_, n_, a_ = _prep(k, n, alpha)
+def _cp(k_: np.ndarray, n_: np.ndarray, a_: np.ndarray, upper: bool) -> np.ndarray:
+    """The Clopper–Pearson bounds on broadcast float arrays already known to be valid."""
+    if upper:
+        out = np.ones(k_.shape)
+        zero = k_ <= 0
+        mid = ~zero & (k_ < n_)
+        out[zero] = -np.expm1(np.log(a_[zero]) / n_[zero])
+        if mid.any():
+            out[mid] = special.betaincinv(k_[mid] + 1.0, n_[mid] - k_[mid], 1.0 - a_[mid])
+        return out
     out = np.zeros(k_.shape)
     full = k_ >= n_
     mid = (k_ > 0) & ~full
     out[full] = np.exp(np.log(a_[full]) / n_[full])
     if mid.any():
         out[mid] = special.betaincinv(k_[mid], n_[mid] - k_[mid] + 1.0, a_[mid])
+    return out
+
+
+def cp_unchecked(k: np.ndarray, n: Any, alpha: float, upper: bool) -> np.ndarray:
+    """:func:`cp_upper` (``upper``) or :func:`cp_lower` without the input checks, for callers in a
+    loop that already hold 0 <= k <= n, n > 0 and 0 < alpha < 1 (the checks cost more than the
+    bounds on a few dozen counts)."""
+    k_, n_, a_ = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64),
+                                     np.asarray(alpha, dtype=np.float64))
+    return _cp(k_, n_, a_, upper)
+
+
+def cp_lower(k: Any, n: Any, alpha: Any) -> np.ndarray | float:
+    """One-sided (1 - alpha) Clopper–Pearson lower bound on a binomial proportion.
+
+    Equals the lower end of the two-sided exact interval at confidence 1 - 2 alpha
+    (``scipy.stats.binomtest(k, n).proportion_ci(1 - 2 alpha, method="exact")``).
+    """
+    out = _cp(*_prep(k, n, alpha), upper=False)
     return float(out) if out.ndim == 0 else out
 
 
 def cp_upper(k: Any, n: Any, alpha: Any) -> np.ndarray | float:
     """One-sided (1 - alpha) Clopper–Pearson upper bound; ``1 - alpha**(1/n)`` when k = 0."""
-    k_, n_, a_ = _prep(k, n, alpha)
-    out = np.ones(k_.shape)
-    zero = k_ <= 0
-    mid = ~zero & (k_ < n_)
-    out[zero] = -np.expm1(np.log(a_[zero]) / n_[zero])
-    if mid.any():
-        out[mid] = special.betaincinv(k_[mid] + 1.0, n_[mid] - k_[mid], 1.0 - a_[mid])
+    out = _cp(*_prep(k, n, alpha), upper=True)
     return float(out) if out.ndim == 0 else out
 
 

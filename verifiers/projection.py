@@ -113,6 +113,16 @@ def _features(y: np.ndarray, kind: str, nan_coords: tuple[int, ...], onehot: tup
     return np.concatenate(cols, axis=1) if cols else np.zeros((y.shape[0], 0))
 
 
+def _few_values(col: np.ndarray) -> np.ndarray | None:
+    """The distinct values of ``col`` when there are at most :data:`ONEHOT_MAX`, else None. A
+    continuous coordinate shows it in its first rows, so the full sort is only paid for the
+    coordinates that may be labels."""
+    if np.unique(col[:1024]).size > ONEHOT_MAX:
+        return None
+    vals = np.unique(col)
+    return vals if vals.size <= ONEHOT_MAX else None
+
+
 def _layout(y: np.ndarray, kind: str) -> tuple[tuple[int, ...], tuple[tuple[int, float], ...], tuple[int, ...]]:
     """Which coordinates get NaN indicators / one-hot columns / numeric columns (selection draws only)."""
     onehot: list[tuple[int, float]] = []
@@ -124,20 +134,18 @@ def _layout(y: np.ndarray, kind: str) -> tuple[tuple[int, ...], tuple[tuple[int,
         # value from the ends, so each value also gets an indicator, as for label rows.
         for j in range(y.shape[1]):
             col = yr[:, j]
-            vals = np.unique(col[~np.isnan(col)])
-            if 2 <= vals.size <= ONEHOT_MAX:
+            vals = _few_values(col[~np.isnan(col)])
+            if vals is not None and vals.size >= 2:
                 onehot.extend((j, float(v)) for v in vals)
         return nan_coords, tuple(onehot), ()
     numeric: list[int] = []
     yf = y.astype(np.float64)
     for j in range(y.shape[1]):
-        vals = np.unique(yf[:, j])
-        if vals.size <= 1:
-            continue
-        if vals.size <= ONEHOT_MAX:
-            onehot.extend((j, float(v)) for v in vals)
-        else:
+        vals = _few_values(yf[:, j])
+        if vals is None:
             numeric.append(j)
+        elif vals.size > 1:
+            onehot.extend((j, float(v)) for v in vals)
     return (), tuple(onehot), tuple(numeric)
 
 
