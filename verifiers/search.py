@@ -23,7 +23,7 @@ from ..mechanisms.contracts import check_auditable
 from . import bounds
 from .neighbours import merge_swaps, pairs_for
 from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, check_selection, draw,
-                          is_finite, seed_of, stream, SEQUENTIAL, check_sequential)
+                          is_finite, resolve_float_events, seed_of, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
@@ -33,7 +33,8 @@ DEFAULT_SEARCH_SELECTION = 0.4
 
 
 def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float = 0.05, rng: Any = None,
-           selection: float = DEFAULT_SEARCH_SELECTION, sequential: bool = False) -> Verdict:
+           selection: float = DEFAULT_SEARCH_SELECTION, sequential: bool = False,
+           float_events: bool | None = None) -> Verdict:
     """Search neighbouring pairs for a privacy violation and certify the best witness.
 
     Parameters
@@ -58,6 +59,9 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
         Certify the winner sequentially (:mod:`verifiers.sequential`): its selection draws start
         the pool, fresh batches of at most the certification budget per dataset follow, and the
         audit stops as soon as a violation is certified.
+    float_events
+        Also search events on the bit patterns of real outputs (see :func:`verifiers.audit`);
+        None: the mechanism's own default.
 
     Returns
     -------
@@ -69,6 +73,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     alpha = bounds.check_alpha(alpha)
     check_selection(selection)
     sequential = check_sequential(sequential)
+    fl = resolve_float_events(mechanism, float_events)
     listed = pairs_for(mechanism, generator)
     skipped: list[dict] = list(getattr(listed, "skipped", []))
     # (d1, d2) and (d2, d1) are one test (every event is scored in both directions): search it once
@@ -114,7 +119,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 alive.remove(j)
                 continue
             choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                     alpha=alpha, delta=dl_c)
+                                     alpha=alpha, delta=dl_c, float_events=fl)
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")
@@ -131,7 +136,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     if sequential:  # fixed batch sizes: exactly n_cert per dataset at most, no Poisson margin needed
         v = SEQUENTIAL["certify"](mechanism, p.d1, p.d2, pool1=ys[best][0], pool2=ys[best][1], budget=n_cert,
                                alpha=alpha, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P,
-                               label=p.label)
+                               label=p.label, float_events=fl)
         _report(v, skipped, merged)
         return v
     v = certify(mechanism, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,

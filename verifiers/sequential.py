@@ -490,7 +490,7 @@ def _bound_choice(cand: Any, n: int, *, n_cert: int, alpha: float, delta: float)
 
 
 def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delta: float, events: str,
-           n_cert: int, alpha: float) -> tuple[Choice, float, float, float]:
+           n_cert: int, alpha: float, float_events: bool = False) -> tuple[Choice, float, float, float]:
     """The event and direction for the next batch, from the pooled draws, the centre (logit) and
     count behind the weights, and the predicted growth rate of ln M at the claim (0: none).
 
@@ -505,7 +505,7 @@ def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delt
     :func:`verifiers.statistical.best_choice` is used (it tightens the bound of a correct mechanism).
     """
     n = int(np.shape(y1)[0])
-    cand = candidates_for(y1, y2, finite, events)
+    cand = candidates_for(y1, y2, finite, events, float_events)
     gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
     pi_c = float(expit(epsilon))
     # Scalar outputs: an interval must promise INTERVAL_PENALTY times the growth of the best other
@@ -513,7 +513,7 @@ def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delt
     # like a violation in the same direction (else it is a threshold plus a tail piece fitted to
     # noise: thousands of such candidates feed the winner's curse).
     factor = np.ones(len(cand))
-    kinds = getattr(_events, "_KINDS", ())
+    kinds = _events.KINDS
     scalar = not cand.parts and np.ndim(y1) == 1 and not finite
     outside = np.zeros(len(cand), dtype=bool)
     if scalar and "interval" in kinds and INTERVAL_PENALTY != 1.0:
@@ -605,7 +605,7 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
                        budget: int, alpha: float, seed: int, key: tuple[int, ...], calls_so_far: int,
                        pairs_tried: int, label: str = "", events: str = "all", first_cert: int | None = None,
                        growth: float | None = None, event: Event | None = None,
-                       direction: str | None = None) -> Verdict:
+                       direction: str | None = None, float_events: bool = False) -> Verdict:
     """Certify sequentially with ``budget`` fresh draws per dataset at most, after the selection
     draws ``pool1``/``pool2`` (already drawn, counted in ``calls_so_far``). ``first_cert`` and
     ``growth`` override FIRST_CERT and GROWTH."""
@@ -644,7 +644,7 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
             if ch is None or pool.rows >= (RESELECT if last_sel < RESELECT_ROWS else RESELECT_LARGE) * last_sel:
                 y1, y2 = pool.arrays()
                 ch, centre, m_hits, _ = choose(y1, y2, finite=finite, epsilon=eps_c, delta=dl_c, events=events,
-                                               n_cert=budget - done, alpha=alpha)
+                                               n_cert=budget - done, alpha=alpha, float_events=float_events)
                 last_sel, done_sel = pool.rows, done
                 run_num = run_den = 0  # this event's counts in the batches since it was chosen
                 sel_num, sel_den = (ch.c1, ch.c2) if ch.direction == "d1>d2" else (ch.c2, ch.c1)
@@ -716,7 +716,7 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
 
 def sequential_audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float, seed: int,
                      events: str = "all", first: int | None = None, event: Event | None = None,
-                     direction: str | None = None) -> Verdict:
+                     direction: str | None = None, float_events: bool = False) -> Verdict:
     """One pair: a selection batch of ``first`` draws per dataset (default min(FIRST, 30 % of
     ``samples``)), then certification batches up to ``samples`` draws per dataset in total.
     With ``event`` (a replayed witness) every draw certifies it; without ``direction`` both
@@ -739,7 +739,8 @@ def sequential_audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: f
     y1 = draw(mechanism, d1, n_sel, stream(seed, 0, SELECT, 0))
     y2 = draw(mechanism, d2, n_sel, stream(seed, 0, SELECT, 1))
     return sequential_certify(mechanism, d1, d2, pool1=[y1], pool2=[y2], budget=budget, alpha=alpha, seed=seed,
-                              key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, events=events)
+                              key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, events=events,
+                              float_events=float_events)
 
 
 # statistical.audit / search.search dispatch here when sequential=True (see statistical.SEQUENTIAL)

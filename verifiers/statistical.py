@@ -37,11 +37,12 @@ import numpy as np
 from ..mechanisms.contracts import check_auditable
 from ..mechanisms.contracts import is_finite as _declares_finite
 from . import bounds
-from .events import Candidates, Event, finite_candidates, real_candidates, vector_candidates
+from .events import Candidates, Event, concat, finite_candidates, float_candidates, real_candidates, vector_candidates
+from .events.core import _K
 from .verdict import Verdict, Witness, summarize
 
 __all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
-           "best_choice", "certify", "detectable_epsilon", "check_samples", "check_selection", "count_draws",
+           "best_choice", "certify", "resolve_float_events", "candidates_for", "detectable_epsilon", "check_samples", "check_selection", "count_draws",
            "CHUNK_BYTES"]
 
 #: Fraction of the per-dataset samples used to select the witness (the rest certify it).
@@ -91,8 +92,9 @@ def draw(mechanism: Any, data: Any, n: int, rng: np.random.Generator) -> np.ndar
     outputs, ``(n, d)`` for structured ones (an output of shape ``(d1, d2, ...)`` is flattened
     to one row of ``d = d1 * d2 * ...`` coordinates; each row is one draw).
 
-    Real rows may hold NaN ("no answer", e.g. sparse vector's bottom) as a legal atom; a NaN
-    *scalar* output is refused, as it always was (nothing to compare it with)."""
+    NaN and +-inf are legal outputs, scalar or in rows: NaN is one atom ("no answer", e.g. sparse
+    vector's bottom, or a release that failed on one dataset only), so a release that is NaN under
+    one dataset and a number under the other is a support violation, not an error."""
     out = np.asarray(mechanism.sample(data, size=n, rng=rng))
     if out.ndim == 0 or out.shape[0] != n:
         raise ValueError(
@@ -107,9 +109,6 @@ def draw(mechanism: Any, data: Any, n: int, rng: np.random.Generator) -> np.ndar
             f"mechanism.sample returned {out.dtype} outputs (first: {first!r}); a real-valued mechanism "
             "(kind='real') must return numbers. Outputs from a finite set of labels need kind='finite' "
             "(e.g. verifiers.wrap(fn, ..., kind='finite'))")
-    if out.ndim == 1 and out.dtype.kind == "f" and np.isnan(out).any():
-        raise ValueError("mechanism returned NaN outputs; the verifier needs comparable output values "
-                         "(NaN is accepted only as a coordinate of a vector output, meaning 'no answer')")
     return out
 
 
@@ -213,25 +212,63 @@ class Choice:
 EVENT_SETS = ("all", "thresholds")
 
 
-def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "all") -> Candidates:
+def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "all",
+                   float_events: bool = False) -> Candidates:
     """Candidate events from the selection draws: scalar outputs as before, rows (2-D draws) by
-    :func:`verifiers.events.vector_candidates`."""
+    :func:`verifiers.events.vector_candidates`; with ``float_events``, also the bit-pattern events
+    of real outputs (:mod:`verifiers.events.floats`; per coordinate for rows of at most
+    :data:`verifiers.events.VECTOR_INTERVAL_WIDTH` coordinates)."""
     if np.ndim(y1) >= 2:
-        return vector_candidates(y1, y2, finite, events)
+        cand = vector_candidates(y1, y2, finite, events)
+        if float_events and not finite and np.asarray(y1).dtype.kind == "f":
+            from .events import VECTOR_INTERVAL_WIDTH
+
+            d = int(np.prod(np.shape(y1)[1:]))
+            if d <= VECTOR_INTERVAL_WIDTH:
+                cand = concat([cand] + [float_candidates(y1, y2, coord=j) for j in range(d)])
+        return cand
     if finite:
         return finite_candidates(y1, y2)
-    return real_candidates(y1, y2, intervals=(events == "all"))
+    cand = _real_scalar_candidates(y1, y2, intervals=(events == "all"))
+    if float_events:
+        cand = concat([cand, float_candidates(y1, y2)])
+    return cand
+
+
+def _real_scalar_candidates(y1: np.ndarray, y2: np.ndarray, intervals: bool) -> Candidates:
+    """Real events of scalar outputs; NaN outputs ("no answer") are one atom of their own."""
+    a = np.asarray(y1, dtype=np.float64)
+    b = np.asarray(y2, dtype=np.float64)
+    na, nb = np.isnan(a), np.isnan(b)
+    if not (na.any() or nb.any()):
+        return real_candidates(a, b, intervals=intervals)
+    one = np.ones(1)
+    nan = Candidates(c1=np.array([int(na.sum())]), c2=np.array([int(nb.sum())]), kinds=np.array([_K["nan"]]),
+                     lo=one * np.nan, hi=one * np.nan)
+    a, b = a[~na], b[~nb]
+    return concat([nan, real_candidates(a, b, intervals=intervals)] if a.size + b.size else [nan])
+
+
+def resolve_float_events(mechanism: Any, float_events: Any) -> bool:
+    """The ``float_events`` setting of an audit: True/False as given, or None for the mechanism's
+    own default (its ``float_events`` attribute: on for library adapters, off otherwise)."""
+    if float_events is None:
+        own = getattr(mechanism, "float_events", False)
+        return bool(own) if isinstance(own, (bool, np.bool_)) else False
+    if not isinstance(float_events, (bool, np.bool_)):
+        raise TypeError(f"float_events must be True, False or None (the mechanism's default), got {float_events!r}")
+    return bool(float_events)
 
 
 def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float,
-                delta: float = 0.0, events: str = "all") -> Choice:
+                delta: float = 0.0, events: str = "all", float_events: bool = False) -> Choice:
     """Maximise :func:`selection_score` over every candidate event and both directions.
 
     Only candidates more frequent under the numerator than under the denominator (and above delta)
     can have a positive bound; the score is computed for those (ties: first in candidate order).
     """
     n_sel = int(np.shape(y1)[0])  # draws, not coordinates: rows of vector outputs count once
-    cand = candidates_for(y1, y2, finite, events)
+    cand = candidates_for(y1, y2, finite, events, float_events)
     gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
     best: Choice | None = None
     for direction, num, den in (("d1>d2", cand.c1, cand.c2), ("d2>d1", cand.c2, cand.c1)):
@@ -375,7 +412,7 @@ def check_selection(selection: Any, name: str = "selection") -> float:
 def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05, rng: Any = None,
           event: Event | None = None, direction: str | None = None,
           selection: float = DEFAULT_SELECTION, events: str = "all", check_pair: bool = True,
-          sequential: bool = False) -> Verdict:
+          sequential: bool = False, float_events: bool | None = None) -> Verdict:
     """Certified lower bound on the privacy loss of ``mechanism`` between ``d1`` and ``d2``.
 
     Parameters
@@ -408,6 +445,11 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         Anytime-valid audit (:mod:`verifiers.sequential`): draw in growing batches, at most
         ``samples`` per dataset, and stop as soon as a violation is certified (``Verdict.extra``
         says ``looks`` and ``stopped``; ``calls`` are the draws actually made).
+    float_events
+        Also search events on the binary representation of real outputs (the lattice 2^k Z their
+        lowest set bit puts them in, per binade and sign: :mod:`verifiers.events.floats`), which
+        catch floating-point leaks no event on the real value can see. None (default): the
+        mechanism's own ``float_events`` attribute (True for library adapters, else False).
 
     Returns
     -------
@@ -432,11 +474,12 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         raise TypeError(f"check_pair must be True or False, got {check_pair!r}")
     if check_pair:
         check_neighbours(d1, d2, mechanism.claim)
+    fl = resolve_float_events(mechanism, float_events)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)
     if check_sequential(sequential):
         return SEQUENTIAL["audit"](mechanism, d1, d2, samples=samples, alpha=alpha, seed=seed, events=events,
-                                   event=event, direction=direction)
+                                   event=event, direction=direction, float_events=fl)
     if event is not None:
         if direction is not None:
             a1, a2 = (alpha, 0.0) if dl_c == 0.0 else (alpha / 2, alpha / 2)
@@ -456,7 +499,8 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     finite = is_finite(mechanism)
     y1 = draw(mechanism, d1, n_sel, stream(seed, 0, SELECT, 0))
     y2 = draw(mechanism, d2, n_sel, stream(seed, 0, SELECT, 1))
-    ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=events)
+    ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=events,
+                     float_events=fl)
     a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)
     return certify(mechanism, d1, d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=n_cert,
                    alpha1=a1, alpha2=a2, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, alpha=alpha)

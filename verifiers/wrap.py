@@ -27,6 +27,8 @@ class WrappedMechanism:
     kind: OutputKind = "real"
     name: str = ""
     attributes: dict = field(default_factory=dict)
+    #: Default of ``float_events`` in audits of this mechanism (:func:`verifiers.audit`).
+    float_events: bool = False
 
     def __getattr__(self, item: str) -> Any:
         # Declared attributes (e.g. lower/upper bounds, candidates) for the pair generators.
@@ -62,7 +64,7 @@ class WrappedMechanism:
 
 def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, delta: float = 0.0,
          neighbours: str = "add_remove", kind: OutputKind = "real", sensitivity: float | None = None,
-         name: str = "", attributes: dict | None = None) -> WrappedMechanism:
+         name: str = "", attributes: dict | None = None, float_events: bool = False) -> WrappedMechanism:
     """Make ``fn(data, size, rng) -> np.ndarray`` auditable by :func:`verifiers.audit` / ``search``.
 
     Parameters
@@ -83,6 +85,11 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
         for record datasets), ``candidates`` (labels), ``length`` (query vectors), and for
         ``neighbours="privacy_unit"`` the required ``max_contributions`` and the ``unit_column``
         (default 0), which become part of the claim.
+    float_events
+        Audit the binary representation of real outputs too by default (floating-point leaks;
+        :mod:`verifiers.events.floats`). Off by default for ``wrap``: it is also how numpy
+        re-implementations of paper mechanisms are audited, whose float arithmetic is not what
+        is under test; library adapters (:mod:`dpharness.adapters`) turn it on.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable as fn(data, size, rng), got {type(fn).__name__} {fn!r}")
@@ -94,5 +101,7 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
     attrs = dict(attributes or {})
     unit = {k: attrs[k] for k in ("unit_column", "max_contributions") if k in attrs}
     claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity, **unit)
+    if not isinstance(float_events, (bool, np.bool_)):
+        raise TypeError(f"float_events must be True or False, got {float_events!r}")
     return WrappedMechanism(fn=fn, claim=claim, kind=kind, name=name or getattr(fn, "__name__", "fn"),
-                            attributes=attrs)
+                            attributes=attrs, float_events=bool(float_events))

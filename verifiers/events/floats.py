@@ -1,0 +1,122 @@
+"""Events on the binary representation of released doubles (floating-point leaks).
+
+A release computed in floating point can carry its input in the low-order bits of the double even
+when its *real value* is perfectly private (Mironov, "On significance of the least significant
+bits for differential privacy", CCS 2012). Example: ``y = x + Y`` with ``Y`` Laplace. For ``x = 1``
+and ``Y`` in [-1, -1/2], ``1 + Y`` is computed exactly (Sterbenz's lemma), so every output in
+(0, 1/4) is a multiple of 2^-53; for ``x = 0`` the output ``Y`` itself mostly is not (its last bit
+lies below 2^-53). The event "the lowest set bit of y is below 2^-53" then has positive probability
+under one input and none under the other: an infinite loss, invisible to every threshold,
+interval or atom on the real value.
+
+Every output ``y`` gets a label of three integers (:func:`float_labels`):
+
+* ``sign`` -- 0 for +, 1 for - (the sign bit, so -0.0 differs from +0.0);
+* ``binade`` -- ``E`` with ``2^(E-1) <= |y| < 2^E`` (``numpy.frexp``'s exponent);
+* ``low`` -- the exponent ``k`` of the lowest set bit of ``y``: the largest ``k`` with
+  ``y`` in the lattice ``2^k Z`` (``low <= binade - 1``; ``binade - low - 1`` is the number of
+  significant bits in use, so "trailing zero bits of the significand" is ``low - binade + 53``).
+
+Zeros, infinities and NaN get labels of their own (:data:`ZERO`, :data:`INF`, :data:`NAN` as the
+``binade``). Two label families are candidates, each as single labels and as prefix unions ranked
+by the empirical ratio (:func:`verifiers.events.finite.set_candidates`): the full label
+``(sign, binade, low)`` -- "a double of this binade whose last set bit is 2^low" -- and the lattice
+label ``(sign, low)`` -- "y in 2^low Z but not in 2^(low+1) Z", pooled over binades. A union of
+labels is any set of such bit patterns, e.g. "in (0, 1/4) and not a multiple of 2^-53".
+
+Soundness is that of every other family: a label is a function of the output, so an event on
+labels is an event on outputs; it is chosen on the selection draws and certified on fresh ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .core import Candidates, concat
+from .finite import set_candidates
+
+__all__ = ["float_labels", "float_candidates", "describe_label", "ZERO", "INF", "NAN"]
+
+#: ``binade`` (and ``low``) of +-0.0, +-inf and NaN: outside the range of finite doubles' exponents
+#: (-1073 .. 1024), so each is a label of its own.
+ZERO, INF, NAN = -2000, 2000, 3000
+
+
+def float_labels(y: Any) -> np.ndarray:
+    """``(n, 3)`` int64 array of ``(sign, binade, low)`` per output (see the module docstring).
+
+    Exact for every double, subnormals included: the lowest set bit is read from the significand's
+    bits, not computed in floating point."""
+    v = np.ascontiguousarray(np.asarray(y, dtype=np.float64).reshape(-1))
+    u = v.view(np.uint64)
+    sign = (u >> np.uint64(63)).astype(np.int64)
+    biased = ((u >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    frac = u & np.uint64((1 << 52) - 1)
+    sig = np.where(biased > 0, frac | np.uint64(1 << 52), frac)
+    low_bit = sig & (~sig + np.uint64(1))  # the lowest set bit of the significand, as a power of 2
+    # frexp of an exact power of two gives its exponent exactly (uint64 -> float64 is exact for 2^j)
+    tz = np.frexp(low_bit.astype(np.float64))[1].astype(np.int64) - 1
+    low = np.maximum(biased, 1) - 1075 + tz
+    binade = np.frexp(v)[1].astype(np.int64)
+    zero = v == 0.0
+    nan = np.isnan(v)
+    inf = np.isinf(v)
+    for mask, code in ((zero, ZERO), (inf, INF), (nan, NAN)):
+        binade[mask] = code
+        low[mask] = code
+    sign[nan] = 0  # NaN payloads and signs are not compared: one "no answer" label
+    return np.stack([sign, binade, low], axis=1)
+
+
+def describe_label(label: tuple) -> str:
+    """Human-readable form of one label: ``(sign, binade, low)`` or the lattice label ``(sign, low)``."""
+    if len(label) == 2:
+        s, low = label
+        sg = "-" if s else "+"
+        if low in (ZERO, INF, NAN):
+            return {ZERO: f"{sg}0", INF: f"{sg}inf", NAN: "nan"}[low]
+        return f"{sg}, lowest set bit 2^{low}"
+    s, e, low = label
+    sg = "-" if s else "+"
+    if e in (ZERO, INF, NAN):
+        return {ZERO: f"{sg}0", INF: f"{sg}inf", NAN: "nan"}[e]
+    return f"{sg}[2^{e - 1}, 2^{e}), lowest set bit 2^{low}"
+
+
+def _label_block(l1: np.ndarray, l2: np.ndarray, coord: int) -> Candidates:
+    both = np.concatenate([l1, l2])
+    vals, inv = np.unique(both, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    k = len(vals)
+    n1 = np.bincount(inv[: len(l1)], minlength=k)
+    n2 = np.bincount(inv[len(l1):], minlength=k)
+    return set_candidates(n1, n2, [tuple(r) for r in vals.tolist()], kind="float", coord=coord)
+
+
+def float_candidates(y1: Any, y2: Any, coord: int = -1) -> Candidates:
+    """Candidate events on the bit patterns of real outputs ``y1``/``y2`` (selection draws under D
+    and D'): every ``(sign, binade, low)`` label and every lattice label ``(sign, low)``, each with
+    prefix unions ranked by the empirical ratio in both directions. ``coord`` >= 0 reads that
+    coordinate of vector rows."""
+    a = np.asarray(y1, dtype=np.float64)
+    b = np.asarray(y2, dtype=np.float64)
+    if coord >= 0:
+        a = a.reshape(a.shape[0], -1)[:, coord]
+        b = b.reshape(b.shape[0], -1)[:, coord]
+    l1, l2 = float_labels(a), float_labels(b)
+    full = _label_block(l1, l2, coord)
+    lattice = _label_block(l1[:, [0, 2]], l2[:, [0, 2]], coord)
+    return concat([full, lattice])
+
+
+def contains(values: tuple, y: np.ndarray) -> np.ndarray:
+    """Which outputs ``y`` (already reduced to one value per draw) carry one of the labels ``values``."""
+    from .core import _rows_in
+
+    labels = float_labels(y)
+    if values and len(values[0]) == 2:
+        labels = labels[:, [0, 2]]
+    return _rows_in(labels, values)
+
