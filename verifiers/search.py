@@ -119,7 +119,8 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 alive.remove(j)
                 continue
             choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                     alpha=alpha, delta=dl_c, float_events=fl)
+                                     alpha=alpha, delta=dl_c, float_events=fl,
+                                     epsilon=float(mechanism.claim.epsilon))
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")

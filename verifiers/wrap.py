@@ -9,6 +9,7 @@ import numpy as np
 
 from ..mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
 from ..mechanisms.contracts import OUTPUT_KINDS, OutputKind
+from .input_domains import parse_domain
 
 __all__ = ["wrap", "WrappedMechanism"]
 
@@ -64,7 +65,8 @@ class WrappedMechanism:
 
 def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, delta: float = 0.0,
          neighbours: str = "add_remove", kind: OutputKind = "real", sensitivity: float | None = None,
-         name: str = "", attributes: dict | None = None, float_events: bool = False) -> WrappedMechanism:
+         name: str = "", attributes: dict | None = None, float_events: bool = False,
+         input_domain: Any = None) -> WrappedMechanism:
     """Make ``fn(data, size, rng) -> np.ndarray`` auditable by :func:`verifiers.audit` / ``search``.
 
     Parameters
@@ -90,6 +92,11 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
         :mod:`verifiers.events.floats`). Off by default for ``wrap``: it is also how numpy
         re-implementations of paper mechanisms are audited, whose float arithmetic is not what
         is under test; library adapters (:mod:`dpharness.adapters`) turn it on.
+    input_domain
+        The set inputs range over (:mod:`verifiers.input_domains`): a list of values, ``{"bits":
+        n}``, ``{"interval": [lo, hi]}`` or a domain object. It becomes part of the claim (under
+        ``neighbours="local"`` any two of its elements are neighbours; under the record relations
+        each record must lie in it) and the attribute ``input_domain`` the generators keep to.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable as fn(data, size, rng), got {type(fn).__name__} {fn!r}")
@@ -100,7 +107,12 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
         raise TypeError(f"attributes must be a dict of read-only attributes or None, got {type(attributes).__name__}")
     attrs = dict(attributes or {})
     unit = {k: attrs[k] for k in ("unit_column", "max_contributions") if k in attrs}
-    claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity, **unit)
+    if input_domain is not None and attrs.get("input_domain") is not None:
+        raise ValueError("input_domain is given both as an argument and in attributes: give it once")
+    dom = parse_domain(input_domain if input_domain is not None else attrs.get("input_domain"))
+    if dom is not None:
+        attrs["input_domain"] = dom
+    claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity, input_domain=dom, **unit)
     if not isinstance(float_events, (bool, np.bool_)):
         raise TypeError(f"float_events must be True or False, got {float_events!r}")
     return WrappedMechanism(fn=fn, claim=claim, kind=kind, name=name or getattr(fn, "__name__", "fn"),

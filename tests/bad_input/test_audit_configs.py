@@ -168,7 +168,9 @@ def test_missing_peer_library_is_said_once(tmp_path, write, capsys, monkeypatch)
     proc = call(["audit", path, "--out", tmp_path / "r"], capsys)
     err = assert_clean_error(proc, code=2, names=("audits[0].mechanism.peer", "diffprivlib, opendp, python-dp",
                                                    "pip install -e '.[peers]'"), before=before, watch=tmp_path)
-    assert err.count("pip install") == 1 and err.count("not installed") == 1
+    # "not installed" without the extra; "fails to import" when the extra is installed (the imports
+    # are blocked above): either way said once
+    assert err.count("pip install") == 1 and err.count("not installed") + err.count("fails to import") == 1
 
 
 @pytest.mark.parametrize("jobs", ["0", "-5"])

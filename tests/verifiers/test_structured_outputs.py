@@ -36,10 +36,10 @@ def test_draw_keeps_rows_and_accepts_nan_in_vectors():
                        neighbours="one_differ")
     y = statistical.draw(m, [0.0], 7, np.random.default_rng(0))
     assert y.shape == (7, 6) and np.isnan(y).any()
-    # a single coordinate stays a scalar output; NaN scalars are still refused
+    # a single coordinate stays a scalar output; a NaN scalar is a legal atom ("no answer")
     m1 = verifiers.wrap(lambda d, n, r: np.full((n, 1), np.nan), epsilon=1.0, neighbours="value")
-    with pytest.raises(ValueError, match="NaN is accepted only as a coordinate"):
-        statistical.draw(m1, 0.0, 3, np.random.default_rng(0))
+    y1 = statistical.draw(m1, 0.0, 3, np.random.default_rng(0))
+    assert y1.shape == (3,) and np.isnan(y1).all()
     bad = verifiers.wrap(lambda d, n, r: np.zeros((n + 1, 2)), epsilon=1.0, neighbours="value")
     with pytest.raises(ValueError, match="must return"):
         statistical.draw(bad, 0.0, 3, np.random.default_rng(0))

@@ -129,9 +129,9 @@ def test_wrap_and_audit_reject_bad_input():
         verifiers.audit(ok, 0.0, 5.0, samples=100, rng=1)
     with pytest.raises(ValueError, match="budget"):
         verifiers.search(ok, budget=3, rng=1)
+    # NaN is a legal scalar output ("no answer"): always NaN is as private as a constant
     nan = verifiers.wrap(lambda d, n, r: np.full(n, np.nan), epsilon=1.0, neighbours="value")
-    with pytest.raises(ValueError, match="NaN"):
-        verifiers.audit(nan, 0.0, 1.0, samples=100, rng=1)
+    assert not verifiers.audit(nan, 0.0, 1.0, samples=100, rng=1).violated
 
 
 def test_neighbour_relations():
