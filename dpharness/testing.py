@@ -434,7 +434,8 @@ def assert_dp(mechanism_or_fn: Any, d1: Any = None, d2: Any = None, *, epsilon: 
         Factor on ``budget``; None: the session's ``--dp-budget`` (1 outside pytest).
     **options
         Passed to :func:`verifiers.audit` (e.g. ``events="thresholds"``) or
-        :func:`verifiers.search` (e.g. ``generator=...``).
+        :func:`verifiers.search` (e.g. ``generator=...``); ``float_events=True`` also audits the
+        bits of released doubles (floating-point leaks; on by default for library adapters).
 
     Returns
     -------

@@ -85,9 +85,19 @@ def describe_label(label: tuple) -> str:
     return f"{sg}[2^{e - 1}, 2^{e}), lowest set bit 2^{low}"
 
 
+def _keys(labels: np.ndarray) -> np.ndarray:
+    """One int64 per label row (every column is within +-2^14 of 0, so 16 bits each are enough)."""
+    out = np.zeros(labels.shape[0], dtype=np.int64)
+    for j in range(labels.shape[1]):
+        out = (out << 16) | (labels[:, j] + (1 << 15))
+    return out
+
+
 def _label_block(l1: np.ndarray, l2: np.ndarray, coord: int) -> Candidates:
     both = np.concatenate([l1, l2])
-    vals, inv = np.unique(both, axis=0, return_inverse=True)
+    # labels compared through one int64 key each: np.unique on a 1-D array, not rows (several times faster)
+    _, first, inv = np.unique(_keys(both), return_index=True, return_inverse=True)
+    vals = both[first]
     inv = inv.reshape(-1)
     k = len(vals)
     n1 = np.bincount(inv[: len(l1)], minlength=k)
@@ -113,10 +123,10 @@ def float_candidates(y1: Any, y2: Any, coord: int = -1) -> Candidates:
 
 def contains(values: tuple, y: np.ndarray) -> np.ndarray:
     """Which outputs ``y`` (already reduced to one value per draw) carry one of the labels ``values``."""
-    from .core import _rows_in
-
     labels = float_labels(y)
-    if values and len(values[0]) == 2:
+    if not values:
+        return np.zeros(labels.shape[0], dtype=bool)
+    if len(values[0]) == 2:
         labels = labels[:, [0, 2]]
-    return _rows_in(labels, values)
+    return np.isin(_keys(labels), _keys(np.asarray(values, dtype=np.int64).reshape(len(values), -1)))
 
