@@ -143,8 +143,25 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _declare_inputs(args: argparse.Namespace) -> None:
+    """Tell the output checks what this command reads, so that no ``--json``/``--junit`` path can
+    overwrite it (:func:`bench.verdicts.set_inputs`): config files, run folders, baselines."""
+    from .verdicts import set_inputs
+
+    files = [(c, "the config") for c in (getattr(args, "configs", None) or [])]
+    if getattr(args, "config", None):
+        files.append((args.config, "the config"))
+    if getattr(args, "baseline", None):
+        files.append((args.baseline, "the --baseline file"))
+    folders = [(getattr(args, "resume", None), "the run folder being resumed"),
+               (getattr(args, "new_run_dir", None), "the new run folder")]
+    read_only = [(getattr(args, "baseline_run_dir", None), "the baseline run folder")]
+    set_inputs(files=files, folders=folders, read_only=read_only)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _declare_inputs(args)
     module, func = _COMMANDS[args.command]
     fn = getattr(importlib.import_module(module), func)
     try:

@@ -36,16 +36,70 @@ class OutputPathError(ValueError):
     """An output path that cannot be written; the message names the flag and what is accepted."""
 
 
+#: What the current command reads (set by :func:`bench.cli.main` from its arguments): input files,
+#: folders whose existing files it reads, and folders it must not write into at all (baselines).
+#: :func:`check_output_file` refuses any output flag that would overwrite one of them.
+INPUTS: dict[str, list[tuple[Path, str]]] = {"files": [], "folders": [], "read_only": []}
+
+
+def set_inputs(files: list[tuple[Any, str]] = (), folders: list[tuple[Any, str]] = (),  # type: ignore[assignment]
+               read_only: list[tuple[Any, str]] = ()) -> None:  # type: ignore[assignment]
+    """Declare what the running command reads, each with the role named in messages (e.g. "the
+    config", "the baseline run folder"); replaces the previous declaration."""
+    def norm(items: Any) -> list[tuple[Path, str]]:
+        out = []
+        for p, role in items:
+            if p is None:
+                continue
+            try:
+                out.append((Path(p).resolve(), role))
+            except (OSError, RuntimeError):
+                continue
+        return out
+
+    INPUTS.update(files=norm(files), folders=norm(folders), read_only=norm(read_only))
+
+
+def _guard_inputs(p: Path, flag: str) -> None:
+    """Refuse an output path that is a file the command reads, an existing file inside a folder it
+    reads, or any path inside a read-only folder (a committed baseline)."""
+    try:
+        rp = p.resolve()
+    except (OSError, RuntimeError):
+        return
+    for f, role in INPUTS["files"]:
+        if rp == f:
+            raise OutputPathError(f"{flag}: {p} is {role}, which this command reads; writing there would destroy "
+                                  "it -- give another path")
+    for d, role in INPUTS["read_only"]:
+        if rp == d or d in rp.parents:
+            raise OutputPathError(f"{flag}: {p} is inside {role} ({d}), which this command only reads; "
+                                  "give a path outside it")
+    for d, role in INPUTS["folders"]:
+        if (rp == d or d in rp.parents) and rp.exists():
+            raise OutputPathError(f"{flag}: {p} is a file of {role} ({d}), which this command reads; "
+                                  "give a new path")
+
+
 def check_output_file(path: Any, flag: str, example: str) -> Path:
     """``path`` as a :class:`Path` if a file can be written there, else :class:`OutputPathError`.
 
     Accepted: a file path (existing regular file or new name) in an existing folder this process
-    can create files in (tested by creating and removing a probe file). ``example`` is a valid
-    path shown in the messages.
+    can create files in (tested by creating and removing a probe file), that is not a file the
+    command reads (:data:`INPUTS`). ``example`` is a valid path shown in the messages.
     """
     if path is None or not str(path).strip():
         raise OutputPathError(f"{flag}: empty path; give a file path such as {example}")
     p = Path(path)
+    try:
+        return _check_output_file(p, flag, example)
+    except OSError as exc:  # e.g. a name longer than the file system allows: the OS says why
+        raise OutputPathError(f"{flag}: cannot use {str(p)[:80]}{'...' if len(str(p)) > 80 else ''}: "
+                              f"{exc.strerror or exc}") from None
+
+
+def _check_output_file(p: Path, flag: str, example: str) -> Path:
+    _guard_inputs(p, flag)
     if p.is_dir():
         raise OutputPathError(f"{flag}: {p} is a folder; give a file path such as {p / Path(example).name}")
     if p.exists() and not p.is_file():

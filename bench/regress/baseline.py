@@ -16,6 +16,42 @@ from .load import BASELINE_FILES, RegressionInputError, load_run
 __all__ = ["update_baseline", "is_baseline_location"]
 
 
+def _identity(run: Path) -> tuple[str, tuple[str, ...]]:
+    """(experiment kind, cell key columns) of a run folder, read from its config and manifest."""
+    import json
+
+    import yaml
+
+    kind, cells = "?", ()
+    try:
+        cfg = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+        if isinstance(cfg, dict):
+            kind = str(cfg.get("experiment") or ("audit" if "audits" in cfg else "?"))
+    except (OSError, yaml.YAMLError):
+        pass
+    try:
+        man = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+        if isinstance(man, dict) and isinstance(man.get("cell_columns"), list):
+            cells = tuple(str(c) for c in man["cell_columns"])
+    except (OSError, ValueError):
+        pass
+    return kind, cells
+
+
+def _same_kind(src: Path, dst: Path) -> None:
+    """An existing baseline is replaced only by a run of the same experiment kind and cell keys."""
+    (k_new, c_new), (k_old, c_old) = _identity(src), _identity(dst)
+    if k_new != k_old:
+        raise RegressionInputError(
+            f"the baseline {str(dst)!r} is a {k_old!r} run and the new run is a {k_new!r} run; "
+            "--update-baseline replaces a baseline only by a run of the same experiment kind (remove the "
+            "folder first to start a different baseline there)")
+    if c_new and c_old and c_new != c_old:
+        raise RegressionInputError(
+            f"the baseline {str(dst)!r} identifies cells by {', '.join(c_old)} and the new run by "
+            f"{', '.join(c_new)}; --update-baseline replaces a baseline only by a run with the same cell keys")
+
+
 def is_baseline_location(path: str | Path) -> bool:
     """True when ``path`` lies inside a folder named ``baselines`` (e.g. ``results/baselines/x``)."""
     p = Path(path).resolve()
@@ -49,6 +85,8 @@ def update_baseline(new_dir: str | Path, baseline_dir: str | Path) -> list[Path]
                 f"baseline location {str(dst)!r} is not empty and is not a run folder (no results.csv and "
                 "manifest.json); refusing to replace it"
             )
+        if (dst / "results.csv").is_file() and (dst / "manifest.json").is_file():
+            _same_kind(src, dst)
     tmp = dst.with_name(dst.name + ".updating")
     if tmp.exists():
         shutil.rmtree(tmp)

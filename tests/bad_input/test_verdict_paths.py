@@ -47,3 +47,59 @@ def test_json_and_junit_on_the_same_file_are_refused(tmp_path, cmd):
     err = assert_clean_error(run_cli(*argv), code=2, names=("--junit", "also the --json"), before=before,
                              watch=tmp_path)
     assert len(err.strip().splitlines()) == 1, err
+
+
+# -- outputs never overwrite what the command reads ------------------------------------------
+
+def _copy_config(tmp_path, name="pumpkin.yaml"):
+    dst = tmp_path / name
+    dst.write_text((ROOT / "configs" / name).read_text())
+    return dst
+
+
+@pytest.mark.parametrize("cmd, flag", [("validate", "--json"), ("audit", "--json"), ("audit", "--junit")])
+def test_output_over_the_config_is_refused(tmp_path, cmd, flag):
+    cfg = _copy_config(tmp_path, "audit_mechanisms.yaml" if cmd == "audit" else "pumpkin.yaml")
+    text = cfg.read_text()
+    argv = [cmd, str(cfg)] + (["--quick", "--out", str(tmp_path / "out")] if cmd == "audit" else []) + [flag, str(cfg)]
+    proc = run_cli(*argv)
+    err = assert_clean_error(proc, code=2, names=(flag, "the config", "would destroy"))
+    assert cfg.read_text() == text  # untouched
+    assert not (tmp_path / "out").exists()
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_regress_output_into_the_baseline_folder_is_refused(tmp_path):
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(BASE, base)
+    manifest = (base / "manifest.json").read_text()
+    for flag, target in (("--json", base / "manifest.json"), ("--junit", base / "new.xml")):
+        proc = run_cli("regress", BASE, str(base), flag, str(target))
+        assert_clean_error(proc, code=2, names=(flag, "the baseline run folder", "only reads"))
+    assert (base / "manifest.json").read_text() == manifest and not (base / "new.xml").exists()
+    # and a later regress against it still works
+    assert run_cli("regress", BASE, str(base)).returncode in (0, 1)
+
+
+@pytest.mark.parametrize("cmd", ["audit", "regress", "validate"])
+def test_an_overlong_file_name_is_an_error_not_a_traceback(tmp_path, cmd):
+    long = str(tmp_path / ("v" * 300 + ".json"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in COMMANDS[cmd]] + ["--json", long]
+    proc = run_cli(*argv)
+    err = assert_clean_error(proc, code=2, names=("--json", "File name too long"))
+    assert "Traceback" not in err
+
+
+def test_update_baseline_refuses_another_experiment_kind(tmp_path):
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(BASE, base)
+    other = tmp_path / "other"
+    shutil.copytree(ROOT / "results" / "baselines" / "regress_duff_quick", other)
+    before = {p.name: p.read_bytes() for p in base.iterdir() if p.is_file()}
+    proc = run_cli("regress", str(other), str(base), "--update-baseline")
+    assert_clean_error(proc, code=2, names=("cannot update the baseline", "same experiment kind"))
+    assert {p.name: p.read_bytes() for p in base.iterdir() if p.is_file()} == before
