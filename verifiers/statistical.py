@@ -220,7 +220,17 @@ def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "
     """Candidate events from the selection draws: scalar outputs as before, rows (2-D draws) by
     :func:`verifiers.events.vector_candidates`; with ``float_events``, also the bit-pattern events
     of real outputs (:mod:`verifiers.events.floats`; per coordinate for rows of at most
-    :data:`verifiers.events.VECTOR_INTERVAL_WIDTH` coordinates)."""
+    :data:`verifiers.events.VECTOR_INTERVAL_WIDTH` coordinates).
+
+    Outputs whose shape differs between the datasets (a release whose width depends on the data)
+    leave one candidate per shape: "the output has this shape", seen under one dataset only -- a
+    support violation with the two shapes as the witness."""
+    sh1, sh2 = tuple(np.shape(y1)[1:]), tuple(np.shape(y2)[1:])
+    if sh1 != sh2:
+        n1, n2 = int(np.shape(y1)[0]), int(np.shape(y2)[0])
+        nan = np.full(2, np.nan)
+        return Candidates(c1=np.array([n1, 0]), c2=np.array([0, n2]), kinds=np.full(2, _K["shape"]), lo=nan,
+                          hi=nan, sets=((sh1,), (sh2,)))
     if np.ndim(y1) >= 2:
         cand = vector_candidates(y1, y2, finite, events)
         if float_events and not finite and np.asarray(y1).dtype.kind == "f":
@@ -448,7 +458,9 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         ``sample(data, size, rng)``; ``kind == "finite"`` switches to finite-output events.
     d1, d2
         Neighbouring datasets under ``mechanism.claim.neighbours`` (checked unless
-        ``check_pair=False``).
+        ``check_pair=False``). For a privacy-map claim (:mod:`verifiers.claims`) any two inputs
+        at a finite distance where the map is valid: the audit holds the mechanism to the map at
+        their distance (``Verdict.extra["d_in"]``).
     samples
         Draws per dataset: ``round(selection * samples)`` for selection, then Poisson with mean
         ``samples - n_sel`` for certification (so the total per dataset is ``samples`` on average;
@@ -498,6 +510,13 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         raise TypeError(f"event must be a verifiers.Event or None, got {type(event).__name__} {event!r}")
     if not isinstance(check_pair, (bool, np.bool_)):
         raise TypeError(f"check_pair must be True or False, got {check_pair!r}")
+    from .claims import annotate, at_pair, is_map_claim
+
+    if is_map_claim(mechanism.claim):  # a privacy map: held to the map at this pair's distance (verifiers.claims)
+        held = at_pair(mechanism, d1, d2)
+        return annotate(audit(held, d1, d2, samples=samples, alpha=alpha, rng=rng, event=event, direction=direction,
+                              selection=selection, events=events, check_pair=False, sequential=sequential,
+                              float_events=float_events), held)
     if check_pair:
         check_neighbours(d1, d2, mechanism.claim)
     fl = resolve_float_events(mechanism, float_events)

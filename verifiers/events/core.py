@@ -34,7 +34,8 @@ class Event:
     of ``values``, for finite outputs of any type; for label rows each value is a row tuple),
     ``"nan"`` (v is NaN: "no answer"), ``"pattern"`` (the row's NaN pattern is one of
     ``values``, tuples of 0/1 with 1 = NaN) or ``"float"`` (the bit-pattern label of v is one of
-    ``values``: :func:`verifiers.events.floats.float_labels`).
+    ``values``: :func:`verifiers.events.floats.float_labels`) or ``"shape"`` (the output's shape,
+    sample axis removed, is one of ``values``: an output whose width depends on the dataset).
 
     What ``v`` is: the output itself for scalar outputs; coordinate ``coord`` of the (flattened)
     row for vector outputs when ``coord >= 0``; the learned score ``projection.score(row)`` when
@@ -62,6 +63,8 @@ class Event:
         if self.kind == "pattern":
             pat = np.isnan(y.reshape(y.shape[0], -1).astype(np.float64)).astype(np.int8)
             return _rows_in(pat, self.values)
+        if self.kind == "shape":
+            return np.full(y.shape[0] if y.ndim else 1, tuple(y.shape[1:]) in self.values)
         if self.kind == "float":
             from .floats import contains
 
@@ -108,6 +111,10 @@ class Event:
             pats = ", ".join("".join("-" if b else "x" for b in p) for p in self.values[:4])
             more = f", ... ({len(self.values)} patterns)" if len(self.values) > 4 else ""
             s = f"{{answer pattern of y in {{{pats}{more}}} (x answered, - no answer)}}"
+        elif self.kind == "shape":
+            shapes = " or ".join("a scalar" if not sh else f"a row of {int(np.prod(sh))} coordinates"
+                                 for sh in self.values)
+            s = f"{{y is {shapes}}}"
         elif self.kind == "float":
             from .floats import describe_label
 
@@ -187,12 +194,12 @@ class Candidates:
             off, part = self.parts[j]
             return part.event(i - off)
         kind = _KINDS[int(self.kinds[i])]
-        if kind in ("set", "pattern", "float"):
+        if kind in ("set", "pattern", "float", "shape"):
             return Event(kind, values=self.sets[i], coord=self.coord)
         return Event(kind, lo=float(self.lo[i]), hi=float(self.hi[i]), coord=self.coord, projection=self.projection)
 
 
-KINDS = _KINDS = ("le", "ge", "interval", "outside", "atom", "set", "nan", "pattern", "float")
+KINDS = _KINDS = ("le", "ge", "interval", "outside", "atom", "set", "nan", "pattern", "float", "shape")
 _K = {k: i for i, k in enumerate(_KINDS)}
 
 def concat(blocks: list[Candidates]) -> Candidates:
