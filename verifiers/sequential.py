@@ -70,7 +70,7 @@ from . import bounds
 from . import events as _events
 from . import statistical as _st
 from .events import Event
-from .statistical import (CERTIFY, SELECT, Choice, candidates_for, detectable_epsilon, draw, is_finite,
+from .statistical import (CERTIFY, FIRST_CHUNK, SELECT, Choice, candidates_for, count_draws, detectable_epsilon, draw, is_finite,
                           selection_score, shrink_level, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict, Witness, summarize
 
@@ -572,6 +572,21 @@ def _pace(kn: float, kd: float, rows: float, delta: float, pi_c: float) -> float
     return float((pn + pd) * _kl(np.array([pi]), pi_c)[0]) if pi > pi_c else 0.0
 
 
+#: A certification batch of more rows than this is drawn and counted in blocks of bounded memory
+#: (:func:`verifiers.statistical.count_draws`); smaller batches are one draw, as always.
+BATCH_SPLIT = 2**22
+
+
+def _batch(mechanism: Any, data: Any, n: int, rng: np.random.Generator, event: Event) -> tuple[int, np.ndarray]:
+    """Hits of ``event`` in ``n`` fresh draws, and the draws (or, for a batch above BATCH_SPLIT,
+    the first FIRST_CHUNK of them: all the pool can keep of it is its first rows anyway)."""
+    if n <= BATCH_SPLIT:
+        z = draw(mechanism, data, n, rng)
+        return event.count(z), z
+    head = draw(mechanism, data, FIRST_CHUNK, rng)
+    return event.count(head) + count_draws(mechanism, data, n - FIRST_CHUNK, rng, event), head
+
+
 class _Pool:
     """The first ``limit`` rows per dataset, kept as chunks and joined only when selecting."""
 
@@ -659,9 +674,8 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
         n = next_batch(n, budget - done, ep.log_e_claim, pace, ep.threshold, seen=n_sel + done,
                        progress=ep.log_e_claim - (trail_lm[half] if half >= 0 else 0.0), first_cert=first_cert,
                        growth=growth, budget=budget)
-        z1 = draw(mechanism, d1, n, stream(seed, *key, CERTIFY, 0, looks))
-        z2 = draw(mechanism, d2, n, stream(seed, *key, CERTIFY, 1, looks))
-        c1, c2 = ch.event.count(z1), ch.event.count(z2)
+        c1, z1 = _batch(mechanism, d1, n, stream(seed, *key, CERTIFY, 0, looks), ch.event)
+        c2, z2 = _batch(mechanism, d2, n, stream(seed, *key, CERTIFY, 1, looks), ch.event)
         kn, kd = (c1, c2) if ch.direction == "d1>d2" else (c2, c1)
         ep.update(kn, kd, n, w)
         if event is None:

@@ -364,3 +364,26 @@ def test_soundness_on_tight_controls(name):
     false = sum(verifiers.audit(m, d1, d2, samples=1000, rng=10_000 + s, sequential=True).violated
                 for s in range(200))
     assert false <= stats.binom.ppf(1 - 1e-4, 200, 0.05)
+
+
+def test_large_certification_batches_are_drawn_in_blocks(monkeypatch):
+    # a sampler that refuses huge batches (the registry's samplers refuse more than 2**28 draws per
+    # call) must not stop a sequential audit: batches above BATCH_SPLIT are drawn and counted in
+    # blocks of bounded memory. Scaled down here: the sampler refuses more than 20,000 draws.
+    from dpharness.verifiers import sequential as seq
+    from dpharness.verifiers import statistical as st
+
+    calls = []
+
+    def fn(d, n, rng):
+        calls.append(n)
+        if n > 20_000:
+            raise ValueError("size too large: draw in batches")
+        return float(d) + rng.laplace(0, 1.0, size=n)  # correct: runs to the end of its budget
+
+    m = verifiers.wrap(fn, epsilon=1.0, neighbours="value")
+    monkeypatch.setattr(seq, "BATCH_SPLIT", 20_000)
+    monkeypatch.setattr(st, "CHUNK_BYTES", 20_000 * 8)
+    v = verifiers.audit(m, 0.0, 1.0, samples=400_000, alpha=1e-3, rng=5, sequential=True)
+    assert not v.violated and v.extra["draws_per_dataset"] == 400_000
+    assert max(calls) <= 20_000 and sum(calls) == 2 * 400_000
