@@ -81,6 +81,31 @@ def _n_label(r: dict[str, Any]) -> str:
     return f"{N_LABEL.get(r['section'], 'n')}={r['n']:g}"
 
 
+def _check_rows(rows: list, p: Path) -> None:
+    """Every benchmark row the gate reads must have a text ``section``/``name``/``floor``, a finite
+    number ``n`` and finite positive per-repetition ratios: a NaN sample would make every test
+    "not significant" -- a gate that cannot fail."""
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict) or r.get("kind") != "dpharness" or not r.get("floor"):
+            continue
+        where = f"--baseline: {p}: rows[{i}]"
+        for key in ("section", "name", "floor"):
+            if not isinstance(r.get(key), str) or not r.get(key):
+                raise BenchInputError(f"{where}.{key} must be a non-empty text, got {r.get(key)!r}")
+        n = r.get("n")
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n <= 0:
+            raise BenchInputError(f"{where}.n must be a positive number, got {n!r}")
+        samples = r.get("ratio_to_floor_samples")
+        if samples is None:
+            continue
+        if not isinstance(samples, list):
+            raise BenchInputError(f"{where}.ratio_to_floor_samples must be a list of numbers, got {samples!r}")
+        for j, x in enumerate(samples):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+                raise BenchInputError(f"{where}.ratio_to_floor_samples[{j}] must be a finite positive number "
+                                      f"(a ratio of two timings), got {x!r}")
+
+
 def load_baseline(path: Any, plan: Plan | None = None) -> dict[str, Any]:
     """Read and check ``--baseline OLD.json`` before anything is timed (:class:`BenchInputError`)."""
     p = Path(str(path))
@@ -108,6 +133,7 @@ def load_baseline(path: Any, plan: Plan | None = None) -> dict[str, Any]:
     if schema != SCHEMA or not isinstance(doc.get("rows"), list):
         raise BenchInputError(f"--baseline: {p} is not the JSON of `dpharness bench` (schema {SCHEMA!r} with rows), "
                               f"got schema {schema!r}")
+    _check_rows(doc["rows"], p)
     bench = benchmark_samples(doc)
     if not any(b["samples"] and len(b["samples"]) >= 2 for b in bench.values()):
         raise BenchInputError(f"--baseline: {p} has no benchmark with 2 or more repetitions of its ratio; "

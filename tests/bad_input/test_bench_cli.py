@@ -194,3 +194,31 @@ def test_bad_gate_input_is_refused_before_running(tmp_path, argv, names):
     proc = run_cli("bench", *NARROW, *args)
     err = _refused(proc, names, tmp_path, before)
     assert len(err.strip().splitlines()) == 1, err
+
+
+BAD_ROWS = [
+    ("row-without-section", {"section": None}, ("rows[0].section", "non-empty text")),
+    ("text-n", {"n": "many"}, ("rows[0].n", "positive number", "'many'")),
+    ("text-samples", {"ratio_to_floor_samples": ["fast", "slow"]}, ("ratio_to_floor_samples[0]", "'fast'")),
+    ("nan-samples", {"ratio_to_floor_samples": [float("nan"), 1.0, 2.0]}, ("ratio_to_floor_samples[0]", "nan")),
+    ("samples-not-a-list", {"ratio_to_floor_samples": 3.0}, ("ratio_to_floor_samples", "list of numbers")),
+]
+
+
+@pytest.mark.parametrize("change, names", [c[1:] for c in BAD_ROWS], ids=[c[0] for c in BAD_ROWS])
+def test_baseline_rows_are_checked_before_running(tmp_path, change, names):
+    # a schema-valid file whose rows the gate cannot use: named, not a traceback; a NaN sample would
+    # make the gate report "no significant slowdown" whatever was measured
+    import json
+
+    row = {"name": "duff_median", "kind": "dpharness", "section": "median", "n": 1000, "floor": "np.partition",
+           "ratio_to_floor": 100.0, "ratio_to_floor_samples": [99.0, 100.0, 101.0]}
+    row.update(change)
+    if row.get("section") is None:
+        del row["section"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"schema": "dpharness.bench/1", "quick": True, "rows": [row]}))
+    before = files_under(tmp_path)
+    proc = run_cli("bench", *NARROW, "--baseline", str(old), "--json", str(tmp_path / "b.json"))
+    err = _refused(proc, ("--baseline", *names), tmp_path, before)
+    assert "Traceback" not in err
