@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .chunks import ChunkPlan
-from .execution import execute_chunk
+from .execution import _watch_parent, execute_chunk
 from .run_result import RunError
 
 __all__ = ["BACKENDS", "DASK_HINT", "SCHEDULER_TIMEOUT"]
@@ -121,7 +121,10 @@ def _iter_chunks(ex: _Executor, kind: str, spec: Any, plan: ChunkPlan, root_seed
         with parallel_config(backend="dask"):
             yield from Parallel(n_jobs=-1, batch_size=1, return_as="generator_unordered")(calls)
         return
-    with parallel_config(backend=ex.backend, n_jobs=ex.jobs):
+    # loky workers arm their parent watch at start-up, before any chunk: an idle worker must die
+    # with the run too (bench.execution._watch_parent)
+    extra = {"initializer": _watch_parent, "initargs": (pid,)} if ex.backend == "loky" else {}
+    with parallel_config(backend=ex.backend, n_jobs=ex.jobs, **extra):
         yield from Parallel(batch_size=1, return_as="generator_unordered")(calls)
 
 

@@ -81,6 +81,37 @@ def _task_signal(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
 
+#: Seconds between two checks of a worker process that the run's process is still its parent.
+PARENT_POLL = 0.5
+_WATCHING: set[int] = set()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """In a worker process started by the run's process (loky): exit as soon as that process is
+    gone (``kill -9`` of the run leaves no signal handler to stop the pool, and an idle loky
+    worker would otherwise linger for minutes). Once per process; nothing when this process is
+    not the run's direct child (dask workers live under a nanny and are stopped by dask)."""
+    if parent_pid in _WATCHING:
+        return
+    if os.getppid() != parent_pid:
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:  # the run died while this worker was starting up
+            os._exit(1)
+        except OSError:
+            pass
+        return
+    _WATCHING.add(parent_pid)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL)
+            if os.getppid() != parent_pid:  # re-parented: the run's process died
+                os._exit(1)
+
+    threading.Thread(target=watch, name="dpharness-parent-watch", daemon=True).start()
+
+
 def execute_chunk(kind: str, spec: Any, tasks: list[Task], root_seed: int, run_id: str = "",
                   tasks_dir: str | None = None, stop_path: str | None = None,
                   parent_pid: int | None = None) -> dict[str, Any]:
@@ -91,6 +122,8 @@ def execute_chunk(kind: str, spec: Any, tasks: list[Task], root_seed: int, run_i
     that finished are still saved and returned.
     """
     main = threading.current_thread() is threading.main_thread()
+    if parent_pid is not None and os.getpid() != parent_pid:
+        _watch_parent(parent_pid)
     if (main and parent_pid is not None and os.getpid() != parent_pid
             and signal.getsignal(signal.SIGINT) is not _task_signal):
         # A worker process (loky): Ctrl-C interrupts its task, and is only noted between chunks.
