@@ -58,6 +58,10 @@ __all__ = [
 #: ``privacy_unit`` records carry a privacy-unit id (user-level DP); neighbours differ by adding or
 #:                  removing *all* records of one unit, which holds at most ``max_contributions``
 #:                  records (declared on the mechanism; docs/auditing.md, "Neighbour relations").
+#: ``local``        local DP: the data is one individual's value and *any* two values of the
+#:                  declared ``input_domain`` are neighbours (randomized response over categories,
+#:                  bit vectors, a real interval; docs/auditing.md, "Records as rows, local DP and
+#:                  input domains").
 NEIGHBOURS: tuple[str, ...] = (
     "add_remove",
     "replace_one",
@@ -67,6 +71,7 @@ NEIGHBOURS: tuple[str, ...] = (
     "bit",
     "one_differ",
     "privacy_unit",
+    "local",
 )
 
 
@@ -244,6 +249,11 @@ class PrivacyClaim:
     #: DataFrame column name) and the most records one unit may hold.
     unit_column: int | str | None = None
     max_contributions: int | None = None
+    #: The set the inputs range over (``dpharness.verifiers.input_domains``: FiniteValues,
+    #: BitVectors, Interval; any hashable object with ``contains(x)``). Under ``local`` any two of
+    #: its elements are neighbours; under the record relations every record, under the others the
+    #: whole input, must lie in it. None: unrestricted.
+    input_domain: Any = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -264,6 +274,11 @@ class PrivacyClaim:
                              f"not {self.neighbours!r}")
         if self.sensitivity is not None:
             object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
+        dom = self.input_domain
+        if dom is not None and not callable(getattr(dom, "contains", None)):
+            raise TypeError("input_domain must be an input domain with a contains(x) method (FiniteValues, "
+                            "BitVectors or Interval from dpharness.verifiers.input_domains; verifiers.wrap also "
+                            f"accepts a list of values, {{'bits': n}} or {{'interval': [lo, hi]}}), got {dom!r}")
 
     @property
     def pure(self) -> bool:
@@ -277,6 +292,8 @@ class PrivacyClaim:
         s = "" if self.sensitivity is None else f", sensitivity={self.sensitivity:g}"
         if self.neighbours == "privacy_unit":
             s += f", unit column {self.unit_column!r}, max_contributions={self.max_contributions}"
+        if self.input_domain is not None:
+            s += f", input domain {self.input_domain}"
         return f"{head}, {self.neighbours} neighbours{s}"
 
 

@@ -186,6 +186,29 @@ VERIFIER_CASES = [
     ("pairs-generator-unknown", lambda: verifiers.pairs_for(em(), "bogus"), ValueError, "generator"),
     ("check-neighbours-shape", lambda: verifiers.check_neighbours(SCORES, SCORES[:2], em().claim), ValueError,
      "neighbours"),
+    # -- records as rows, input domains, local DP
+    ("check-neighbours-rows-vs-scalars", lambda: verifiers.check_neighbours(
+        np.zeros((3, 2)), RECORDS[:2], mechanisms.PrivacyClaim(1.0)), ValueError, "rows of 2 but records of d2 are scalars"),
+    ("check-neighbours-3d-records", lambda: verifiers.check_neighbours(
+        np.zeros((2, 2, 2)), np.zeros((1, 2, 2)), mechanisms.PrivacyClaim(1.0)), ValueError,
+     r"1-D array of records, a 2-D array.*DataFrame"),
+    ("wrap-input-domain-unknown-spec", lambda: verifiers.wrap(lambda d, n, r: np.zeros(n), epsilon=1.0,
+                                                               input_domain="abc"), ValueError,
+     r"input_domain must be one of.*\{'bits': n\}"),
+    ("wrap-input-domain-bits-zero", lambda: verifiers.wrap(lambda d, n, r: np.zeros(n), epsilon=1.0,
+                                                            input_domain={"bits": 0}), ValueError, "length"),
+    ("wrap-input-domain-interval-reversed", lambda: verifiers.wrap(
+        lambda d, n, r: np.zeros(n), epsilon=1.0, input_domain={"interval": [1, 0]}), ValueError, "lo < hi"),
+    ("wrap-input-domain-given-twice", lambda: verifiers.wrap(
+        lambda d, n, r: np.zeros(n), epsilon=1.0, input_domain=[0, 1], attributes={"input_domain": [0, 1]}),
+     ValueError, "input_domain.*once"),
+    ("claim-input-domain-not-a-domain", lambda: mechanisms.PrivacyClaim(1.0, neighbours="local", input_domain=[0, 1]),
+     TypeError, "input_domain must be an input domain"),
+    ("local-pair-outside-the-domain", lambda: verifiers.check_neighbours("a", "z", verifiers.wrap(
+        lambda d, n, r: np.zeros(n), epsilon=1.0, neighbours="local", input_domain=["a", "b"]).claim), ValueError,
+     "d2='z' is not in the input domain"),
+    ("pairs-local-without-domain", lambda: verifiers.pairs_for(verifiers.wrap(
+        lambda d, n, r: np.zeros(n), epsilon=1.0, neighbours="local")), ValueError, "needs an input domain"),
 ]
 
 CASES = MECHANISM_CASES + VERIFIER_CASES

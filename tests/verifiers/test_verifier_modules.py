@@ -145,7 +145,7 @@ def test_verdict_row_and_format_data():
 
 
 def test_neighbour_families_generate_legal_pairs():
-    assert neighbours.FAMILIES == ("values", "bits", "scores", "records", "labels", "histograms", "units")
+    assert neighbours.FAMILIES == ("values", "bits", "scores", "records", "labels", "histograms", "units", "local")
     m = zoo.make("duff_median")
     pairs = neighbours.pairs_for(m, "records")
     assert pairs and all(neighbours.are_neighbours(p.d1, p.d2, m.claim) for p in pairs)
