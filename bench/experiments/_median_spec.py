@@ -171,7 +171,11 @@ def parse(raw: dict, ctx: Ctx) -> Spec:
             ctx.report(d.where or "data", outside + ("" if d.bounds else " (the top-level lower/upper)"))
     mechs = _parse_mechanisms(raw, ctx, spec0)
     spec1 = _replace(spec0, mechanisms=mechs)
-    reference = _parse_reference(raw.get("reference"), ctx.at("reference"), spec1) if raw.get("reference") is not None else None
+    # a wrong or missing epsilon grid is one mistake: the reference's epsilon keys are not checked
+    # against a grid that is not there (no follow-on errors)
+    grid_ok = not ctx.failed("epsilon")
+    reference = (_parse_reference(raw.get("reference"), ctx.at("reference"), spec1, grid_ok)
+                 if raw.get("reference") is not None else None)
     return _replace(spec1, reference=reference)
 
 
@@ -282,12 +286,12 @@ def _parse_tol(raw: Any, ctx: Ctx, base: tuple[float, float, float]) -> tuple[fl
     )
 
 
-def _parse_eps_map(raw: Any, ctx: Ctx, key: str, spec: Spec) -> tuple[tuple[float, float], ...]:
+def _parse_eps_map(raw: Any, ctx: Ctx, key: str, spec: Spec, grid_ok: bool = True) -> tuple[tuple[float, float], ...]:
     m = ctx.get(raw, key, dict, {})
     out = []
     for e, v in m.items():
         ok_e = isinstance(e, (int, float)) and not isinstance(e, bool)
-        if not ok_e or float(e) not in spec.epsilon:
+        if not ok_e or (grid_ok and float(e) not in spec.epsilon):
             ctx.report(f"{key}.{e}", f"keys are epsilon values of the grid ({', '.join(map(format_value, spec.epsilon))}), got {e!r}")
             continue
         val = ctx.check_number(v, f"{key}.{e}", lo=0)
@@ -295,7 +299,7 @@ def _parse_eps_map(raw: Any, ctx: Ctx, key: str, spec: Spec) -> tuple[tuple[floa
     return tuple(out)
 
 
-def _parse_reference(raw: Any, ctx: Ctx, spec: Spec) -> Reference:
+def _parse_reference(raw: Any, ctx: Ctx, spec: Spec, grid_ok: bool = True) -> Reference:
     ctx.reject_unknown(raw, ("source", "note", "tolerance", "rows"))
     source = ctx.get(raw, "source", str, "")
     note = ctx.get(raw, "note", str, "")
@@ -309,10 +313,10 @@ def _parse_reference(raw: Any, ctx: Ctx, spec: Spec) -> Reference:
         lab = c.get(r, "mechanism", str)
         if lab not in labels and not ctx.failed():  # (a mechanism with a mistake has no label yet)
             c.report("mechanism", f"no mechanism labelled {lab!r}{did_you_mean(lab, labels)}; labels: {', '.join(labels)}")
-        mean = _parse_eps_map(r, c, "mean", spec)
+        mean = _parse_eps_map(r, c, "mean", spec, grid_ok)
         if not mean and not c.failed("mean"):
             c.report("mean", "is required: a mapping epsilon -> published mean")
-        std = _parse_eps_map(r, c, "std", spec)
+        std = _parse_eps_map(r, c, "std", spec, grid_ok)
         tol = _parse_tol(c.get(r, "tolerance", dict, None), c.at("tolerance"), base)
         rows.append(RefRow(lab, mean, std, *tol, c.get(r, "note", str, "")))
     return Reference(source, note, *base, tuple(rows))

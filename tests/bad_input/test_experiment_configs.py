@@ -261,3 +261,19 @@ def test_audit_config_to_run_is_an_audit(tmp_path: Path, capsys: pytest.CaptureF
     path = materialise(tmp_path, raw)
     proc = call(["run", path, "--out", tmp_path / "r"], capsys)
     assert_clean_error(proc, code=2, names=("max_samples", "dpharness audit"), watch=tmp_path / "r")
+
+
+def test_a_bad_epsilon_grid_is_one_mistake_not_a_reference_cascade(tmp_path):
+    # a missing or negative epsilon grid used to add one follow-on error per reference cell
+    # ("keys are epsilon values of the grid (1)"): the reference is not checked against a grid that
+    # is not there
+    from conftest import ROOT, run_cli
+
+    text = (ROOT / "configs" / "duff_table1.yaml").read_text()
+    for bad, key in ((text.replace("epsilon: [0.5, 1, 2]", "epsilon: [-0.5, 1, 2]"), "epsilon[0]"),
+                     (text.replace("epsilon: [0.5, 1, 2]", "epsilonn: [0.5, 1, 2]"), "epsilon")):
+        p = tmp_path / "c.yaml"
+        p.write_text(bad)
+        proc = run_cli("validate", str(p))
+        assert proc.returncode == 2 and key in proc.stderr
+        assert "reference" not in proc.stderr, proc.stderr
