@@ -22,6 +22,7 @@ __all__ = ["SuiteEntry", "SUITES", "suite_entry", "entries", "get", "suites"]
 SUITES: dict[str, str] = {
     "dpsniper": "Bichsel, Steffen, Bogunovic, Vechev: DP-Sniper, IEEE S&P 2021 (evaluation mechanisms)",
     "statdp": "Ding, Wang, Wang, Zhang, Kifer: Detecting Violations of Differential Privacy, CCS 2018",
+    "library_bugs": "Privacy bugs documented for released DP libraries, re-implemented with their fixed twins",
 }
 
 _FACTORIES: dict[str, dict[str, Callable[[], "SuiteEntry"]]] = {s: {} for s in SUITES}

@@ -21,6 +21,9 @@ One audit::
                  # or {registry: all} (one audit per registered mechanism, from example())
                  # or {peer: diffprivlib_median, ...params} (bench.peers)
                  # or {suite: dpsniper/NoisyHist2} (a peer suite's mechanism, verifiers.suites)
+                 # or {callable: "mypkg.mech:noisy_count", epsilon: 1.0, ...claim} (your own
+                 #   fn(data, size, rng), wrapped with verifiers.wrap) or {callable: "mypkg.mech:MECH"}
+                 #   (your own mechanism object, or a zero-argument factory of one); see below
       expect: broken                   # correct (default) | broken | calibration
       pairs: witness                   # witness (zoo) | search | suite | [[d1, d2], ...]
                                        #   suite: the suite's own input pairs, searched with one
@@ -35,6 +38,31 @@ One audit::
       selection: 0.3                   # optional share of samples used to select the event
       sequential: false                # true: anytime-valid audit, stops at the first certified
                                        #   violation (verifiers.sequential; samples = the budget)
+      float_events: true               # optional: events on the bits of released doubles on/off
+                                       #   (default: the mechanism's own float_events)
+
+A dataset of given ``pairs`` is a number (value/bit data), a list of records or scores (numbers,
+labels; ``.nan`` is a record too and NaN records compare equal, ``-inf`` an excluded score, ``+inf``
+is refused) or a list of rows (one record per inner list, all of one length).
+
+Your own code (``callable:``). ``"package.module:attr"`` (``attr`` may be dotted, ``Class.method``)
+names what to audit. The module is imported with two folders put first on ``sys.path``, in this
+order: the directory the command was started in, then the config file's folder (recorded in the
+spec, so loky workers of ``--jobs N`` import from the same places). Two forms:
+
+* a plain ``fn(data, size, rng)`` with its claim: the keys of :data:`CALLABLE_KEYS` (``epsilon``
+  required; ``delta``, ``neighbours``, ``kind``, ``sensitivity``, ``name``, ``attributes``,
+  ``float_events`` and, where this version of :func:`verifiers.wrap` accepts them,
+  ``input_domain`` / ``privacy_map`` / ``input_metric``) go to ``verifiers.wrap``;
+* with ``callable:`` alone: an object that already has ``claim`` and ``sample(data, size, rng)``
+  (a ``Mechanism``, a ``WrappedMechanism``, an adapter), or a zero-argument factory (a function or
+  class callable with no arguments) that returns one; it is called once each time the mechanism is
+  built (validation, and every task). Claim keys next to such an object are a config error: its
+  claim is its own (to audit another claim, wrap its sampler in a function).
+
+Whether the target imports, exists, is callable with the right signature and has a claim is checked
+by :func:`bench.audits.build.check` (``dpharness validate``, and before any run folder exists);
+mistakes name ``audits[i].mechanism.callable`` or the claim key at fault.
 
 ``expect``: *correct* -- any violation fails the run (exit 1); *broken* -- a positive control that
 must be flagged at its largest sample size in every repeat (a miss fails the run); *calibration*
@@ -62,25 +90,35 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, Ctx
 
-__all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT", "errors_at_once"]
+__all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT", "errors_at_once",
+           "CALLABLE_KEYS", "CLAIM_KEYS", "import_paths"]
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Top-level keys of an audit config besides the common ones (name, seed, description, quick).
 KIND_KEYS = ("alpha", "audits", "targets", "max_samples", "max_repeat")
 AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
-              "true_epsilon", "alpha", "selection", "sequential")
+              "true_epsilon", "alpha", "selection", "sequential", "float_events")
 CHECKS = ("violated", "epsilon_lower_at_least", "support_violation", "false_violation_rate", "calls_at_most",
           "wall_time_at_most")
 TARGET_KEYS = ("id", "text", "check", "audit", "audits", "samples", "value", "max", "max_draws_per_dataset",
                "min_rate")
-GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histograms", "units")
-MECHANISM_KINDS = ("zoo", "registry", "peer", "suite")
+GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histograms", "units", "local")
+MECHANISM_KINDS = ("zoo", "registry", "peer", "suite", "callable")
+#: Keys of ``mechanism: {callable: ...}`` besides ``callable``: the claim and options of
+#: :func:`verifiers.wrap` (``input_domain``, ``privacy_map``, ``input_metric`` are passed on only
+#: where the installed ``wrap`` accepts them; :func:`bench.audits.build.check` says so otherwise).
+CLAIM_KEYS = ("epsilon", "delta", "neighbours", "kind", "sensitivity", "name", "attributes", "float_events",
+              "input_domain", "privacy_map", "input_metric")
+CALLABLE_KEYS = ("callable", *CLAIM_KEYS)
+#: ``package.module:attr`` (attr may be dotted): what ``callable:`` names.
+_IMPORT_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 #: Largest sample size (draws per dataset, or total calls of a search) of one audit task. The
 #: verifier holds every draw of a dataset in memory at once (8 bytes each, two datasets), so
 #: 10^8 already needs 1.6 GB; larger budgets are repeats, not bigger tasks.
@@ -108,6 +146,11 @@ class AuditSpec:
     selection: float | None
     index: int = 0
     sequential: bool = False
+    #: ``float_events=`` of verifiers.audit / search (None: the mechanism's own default).
+    float_events: bool | None = None
+    #: Folders put first on ``sys.path`` before a ``callable:`` mechanism is imported (the working
+    #: directory at parse time, then the config file's folder); empty for the other kinds.
+    import_paths: tuple[str, ...] = ()
 
     @property
     def search(self) -> bool:
@@ -211,17 +254,64 @@ def _is_word(v: Any) -> bool:
     return False
 
 
+def import_paths(base_dir: Any) -> tuple[str, ...]:
+    """The folders a ``callable:`` is imported from, in order: the working directory, then the
+    config file's folder (``base_dir``; None for a config given as a mapping)."""
+    out = [os.getcwd()]
+    if base_dir is not None and str(base_dir) not in out:
+        out.append(str(base_dir))
+    return tuple(out)
+
+
+def _parse_callable(c: Ctx, raw: dict) -> dict:
+    """``{callable: "pkg.mod:attr", ...claim}``: the import path's form and the claim keys' names,
+    types and ranges; what the target is (function or mechanism) is checked by build.check."""
+    from ...mechanisms.base import NEIGHBOURS
+    from ...mechanisms.contracts import OUTPUT_KINDS
+
+    target = raw["callable"]
+    if not isinstance(target, str) or not _IMPORT_PATH.match(target.strip()):
+        c.report("mechanism.callable", f"must be an import path \"package.module:function\" (or "
+                 f"\"package.module:OBJECT\"), got {target!r}")
+    c.reject_unknown(raw, CALLABLE_KEYS, path="mechanism")
+    out = dict(raw)
+    # numbers as floats for wrap (PyYAML reads 1e-3 as text)
+    if "epsilon" in raw:
+        out["epsilon"] = float(c.number(raw, "epsilon", lo=0.0, lo_open=True, path="mechanism"))
+    if "delta" in raw:
+        out["delta"] = float(c.number(raw, "delta", lo=0.0, hi=1.0, hi_open=True, path="mechanism"))
+    if "sensitivity" in raw and raw["sensitivity"] is not None:
+        out["sensitivity"] = float(c.number(raw, "sensitivity", lo=0.0, lo_open=True, path="mechanism"))
+    if "neighbours" in raw:
+        c.choice(raw, "neighbours", NEIGHBOURS, path="mechanism")
+    if "kind" in raw:
+        c.choice(raw, "kind", OUTPUT_KINDS, path="mechanism")
+    if "name" in raw:
+        c.get(raw, "name", str, path="mechanism")
+    if "float_events" in raw:
+        c.get(raw, "float_events", bool, path="mechanism")
+    if "attributes" in raw and not isinstance(raw["attributes"], dict):
+        c.report("mechanism.attributes", f"must be a mapping of read-only attributes (e.g. {{lower: 0, upper: 1}}), "
+                 f"got {raw['attributes']!r}")
+    if isinstance(target, str):
+        out["callable"] = target.strip()
+    return out
+
+
 def _parse_mechanism(c: Ctx, raw: Any) -> dict:
-    """``mechanism:``: exactly one of zoo/registry/peer/suite with a known name; parameter names
-    known; epsilon, delta and sensitivity in range whatever the mechanism."""
+    """``mechanism:``: exactly one of zoo/registry/peer/suite/callable with a known name; parameter
+    names known; epsilon, delta and sensitivity in range whatever the mechanism."""
     if raw is None:
-        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer:, suite: and the parameters")
+        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer:, suite:, callable: and the "
+                "parameters")
     c.require_mapping(raw, "mechanism")
     kinds = [k for k in MECHANISM_KINDS if k in raw]
     if len(kinds) != 1:
-        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:, suite:"
+        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:, suite:, callable:"
                 + (f" (got {', '.join(kinds)})" if kinds else ""))
     kind = kinds[0]
+    if kind == "callable":
+        return _parse_callable(c, raw)
     name = raw[kind]
     names = _mechanism_names(kind)
     if not isinstance(name, str) or name not in names:
@@ -259,13 +349,12 @@ def _parse_mechanism(c: Ctx, raw: Any) -> dict:
 
 
 def _check_value(c: Ctx, v: Any, path: str) -> Any:
-    """One record or score: a number (finite, or -inf for an excluded score) or a label string."""
+    """One record value or score: a number (finite, NaN -- a missing value; NaN records compare
+    equal --, or -inf for an excluded score) or a label string."""
     if isinstance(v, bool) or v is None or isinstance(v, (list, dict)):
         c.error(path, f"must be a number (or a label), got {v!r}")
     if isinstance(v, numbers.Real):
         f = float(v)
-        if math.isnan(f):
-            c.error(path, "must not be NaN (a dataset is compared record by record; NaN is not a record)")
         if f == math.inf:
             c.error(path, "must not be +inf (only -inf, an excluded score, is accepted)")
         return v
@@ -279,11 +368,26 @@ def _check_value(c: Ctx, v: Any, path: str) -> Any:
 
 
 def _check_dataset(c: Ctx, d: Any, path: str) -> Any:
-    """A dataset: a number (value/bit data) or a non-empty list of records / scores."""
+    """A dataset: a number (value/bit data), a list of records / scores, or a list of rows (one
+    record per inner list, all of one non-zero length)."""
     if isinstance(d, str):
         c.error(path, f"must be a number or a list of records, got the text {d!r}")
     if isinstance(d, list):
-        return [_check_value(c, v, f"{path}[{i}]") for i, v in enumerate(d)]
+        rows = [isinstance(v, list) for v in d]
+        if not any(rows):
+            return [_check_value(c, v, f"{path}[{i}]") for i, v in enumerate(d)]
+        if not all(rows):
+            i = rows.index(False)
+            c.error(f"{path}[{i}]", f"must be a row (a list) like the dataset's other records, got {d[i]!r}; a "
+                    "dataset is a list of values or a list of rows of one length")
+        width = len(d[0])
+        for i, row in enumerate(d):
+            if not row:
+                c.error(f"{path}[{i}]", "must not be an empty row (a record has at least one value)")
+            if len(row) != width:
+                c.error(f"{path}[{i}]", f"has {len(row)} values but {path}[0] has {width} (the rows of a dataset "
+                        "have one length)")
+        return [[_check_value(c, v, f"{path}[{i}][{j}]") for j, v in enumerate(row)] for i, row in enumerate(d)]
     return _check_value(c, d, path)
 
 
@@ -352,9 +456,11 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
     a = float(c.number(raw, "alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     sel = c.number(raw, "selection", None, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     seq = bool(c.get(raw, "sequential", bool, False))
+    fe = c.get(raw, "float_events", bool, None)
     base = dict(expect=expect, pairs=pairs, samples=samples, repeat=repeat, events=events, exact=exact,
                 generator=generator, true_epsilon=None if te is None else float(te), alpha=a,
-                selection=None if sel is None else float(sel), index=i, sequential=seq)
+                selection=None if sel is None else float(sel), index=i, sequential=seq,
+                float_events=None if fe is None else bool(fe))
     if mech.get("registry") == "all":
         if pairs != "search":
             c.error("pairs", "registry: all needs pairs: search (pairs come from each mechanism's generator)")
@@ -362,7 +468,8 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
 
         return [AuditSpec(id=f"{aid}.{name}", mechanism={"registry": name, "example": True}, **base)
                 for name in mechanisms.available()]
-    return [AuditSpec(id=aid, mechanism=mech, **base)]
+    paths = import_paths(c.base_dir) if "callable" in mech else ()
+    return [AuditSpec(id=aid, mechanism=mech, import_paths=paths, **base)]
 
 
 def _parse_target(c: Ctx, raw: Any, sizes: dict[str, set[int]]) -> TargetSpec:

@@ -1,9 +1,11 @@
 """One audit task: an audit at one sample size and one repeat, as one flat results row.
 
 Runs in a worker of the one runner (:func:`bench.runner.run`); the mechanism is rebuilt there from
-its picklable spec. The verifier's integer seed is drawn from the task's generator, which the
-runner derives from the root seed and the task *key* -- so a row does not depend on ``--jobs``,
-on the order of the config or on which tasks an interrupted run had already finished.
+its picklable spec (a ``callable:`` is imported there from the folders recorded in the spec, so a
+loky worker resolves the user's module exactly as the validating process did). The verifier's
+integer seed is drawn from the task's generator, which the runner derives from the root seed and
+the task *key* -- so a row does not depend on ``--jobs``, on the order of the config or on which
+tasks an interrupted run had already finished.
 
 The first task of a search audit with ``exact: true`` (first sample size, repeat 0) also computes
 the exact privacy loss over *every* pair the search generates (``allpairs_*`` columns, written to
@@ -73,7 +75,7 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
     """
     from ... import verifiers
 
-    mech, name, true_eps = build_mechanism(a.mechanism)
+    mech, name, true_eps = build_mechanism(a.mechanism, a.import_paths)  # callable: imported here too
     seed = int(rng.integers(0, 2**62))
     row: dict[str, Any] = {"key": "", "audit": a.id, "samples": samples, "repeat": repeat, "expect": a.expect,
                            "mechanism": name}
@@ -81,6 +83,8 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
     kw = {} if a.selection is None else {"selection": a.selection}
     if a.sequential:
         kw["sequential"] = True
+    if a.float_events is not None:
+        kw["float_events"] = a.float_events
     if a.pairs == "suite":
         # the suite's own input pairs, searched by successive halving with one certification
         from ...verifiers import Pair

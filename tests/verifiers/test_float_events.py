@@ -14,7 +14,7 @@ from dpharness import verifiers
 from dpharness.testing import assert_dp
 from dpharness.verifiers import statistical
 from dpharness.verifiers.events import Event, float_candidates, float_labels
-from dpharness.verifiers.events.floats import INF, NAN, ZERO
+from dpharness.verifiers.events.bits import INF, NAN, ZERO
 
 
 def _brute_label(x: float) -> tuple[int, int, int]:

@@ -12,7 +12,8 @@ certification draws are counted against (:meth:`Event.contains`):
 
 from .core import KINDS, Candidates, Event, concat
 from .finite import UNION_CAP, finite_candidates
-from .floats import float_candidates, float_labels
+from .bits import float_labels
+from .floats import float_candidates
 from .real import TAIL_KEEP, THRESHOLD_CAP, real_candidates, threshold_gap
 from .vector import ROW_LABEL_CAP, VECTOR_INTERVAL_WIDTH, vector_candidates
 

@@ -34,7 +34,7 @@ class Event:
     of ``values``, for finite outputs of any type; for label rows each value is a row tuple),
     ``"nan"`` (v is NaN: "no answer"), ``"pattern"`` (the row's NaN pattern is one of
     ``values``, tuples of 0/1 with 1 = NaN) or ``"float"`` (the bit-pattern label of v is one of
-    ``values``: :func:`verifiers.events.floats.float_labels`) or ``"shape"`` (the output's shape,
+    ``values``: :func:`verifiers.events.bits.float_labels`) or ``"shape"`` (the output's shape,
     sample axis removed, is one of ``values``: an output whose width depends on the dataset).
 
     What ``v`` is: the output itself for scalar outputs; coordinate ``coord`` of the (flattened)
@@ -66,7 +66,7 @@ class Event:
         if self.kind == "shape":
             return np.full(y.shape[0] if y.ndim else 1, tuple(y.shape[1:]) in self.values)
         if self.kind == "float":
-            from .floats import contains
+            from .bits import contains
 
             return contains(self.values, y.reshape(y.shape[0], -1)[:, self.coord] if self.coord >= 0 else y)
         if self.projection is not None:
@@ -116,7 +116,7 @@ class Event:
                                  for sh in self.values)
             s = f"{{y is {shapes}}}"
         elif self.kind == "float":
-            from .floats import describe_label
+            from .bits import describe_label
 
             labs = "; ".join(describe_label(x) for x in self.values[:4])
             more = f"; ... ({len(self.values)} bit patterns)" if len(self.values) > 4 else ""
