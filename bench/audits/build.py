@@ -29,7 +29,7 @@ from ..values import did_you_mean
 
 from .spec import CLAIM_KEYS, AuditSet, AuditSpec, errors_at_once
 
-__all__ = ["build_mechanism", "given_pairs", "check", "resolve_callable", "build_callable", "CallableError"]
+__all__ = ["build_mechanism", "given_pairs", "check", "MissingExtraError", "resolve_callable", "build_callable", "CallableError"]
 
 
 class CallableError(ValueError):
@@ -160,6 +160,14 @@ def build_callable(spec: dict, paths: Sequence[str] = ()) -> Any:
     kw = dict(claim)
     kw.setdefault("name", target)
     return verifiers.wrap(obj, **kw)
+
+
+class MissingExtraError(ConfigError):
+    """Every check of the config passed except that an optional extra (``extra``) is not installed."""
+
+    def __init__(self, message: str, *, extra: str):
+        super().__init__(message)
+        self.extra = extra
 
 
 def build_mechanism(spec: dict, import_paths: Sequence[str] = ()) -> tuple[Any, str, float | None]:
@@ -294,7 +302,12 @@ def check(aset: AuditSet) -> None:
                 libs.append(lib)
         first = missing[0][0]
         more = f" and {len(missing) - 1} more peer audit(s)" if len(missing) > 1 else ""
-        errors.append(f"{aset.file}: audits[{first.index}].mechanism.peer{more}: peer libraries not usable: "
-                      f"{', '.join(libs)} ({missing[0][1].split(';', 1)[0]}); {INSTALL_HINT}")
+        msg = (f"{aset.file}: audits[{first.index}].mechanism.peer{more}: peer libraries not usable: "
+               f"{', '.join(libs)} ({missing[0][1].split(';', 1)[0]}); {INSTALL_HINT}")
+        if not errors:
+            # the file is otherwise valid: only an optional extra is missing (validate says so and
+            # does not count the file as invalid; audit/run still refuse to start)
+            raise MissingExtraError(msg, extra="peers")
+        errors.append(msg)
     if errors:
         raise errors_at_once(aset.file, errors)

@@ -27,6 +27,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     checks ``run``/``audit`` make before computing (parse, then the kind's ``check(spec)``:
     building every mechanism, probing pairs) and expand the tasks, without running anything.
     Prints ``ok ...`` per valid file and every mistake of an invalid one; exit 2 if any is invalid.
+    A file whose only problem is a missing optional extra (e.g. ``peers`` for peer audits) prints
+    ``skip ...`` with the install hint and does not make the command fail.
     ``--json PATH`` also writes one entry per config (schema ``dpharness.validate/1``)."""
     from ..verdicts import OutputPathError, check_output_file
 
@@ -37,7 +39,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except OutputPathError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    bad = 0
+    bad = skipped = 0
     entries: list[dict[str, Any]] = []
     for path in args.configs:
         entry: dict[str, Any] = {"path": str(path), "valid": False, "errors": [], "name": None, "experiment": None,
@@ -56,15 +58,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
             entry.update(valid=True, name=cfg.name, experiment=cfg.experiment, hash=cfg.hash, tasks=counts[0],
                          quick_tasks=counts[1] if len(counts) > 1 else None)
         except ConfigError as exc:
-            bad += 1
-            print(f"error: {exc}", file=sys.stderr)
-            entry["errors"] = _errors(exc)
+            extra = getattr(exc, "extra", None)
+            if extra is not None:
+                # every other check passed; only an optional extra is missing: say so, and do not
+                # fail the other files' verdicts (`audit`/`run` of this file still refuse to start)
+                skipped += 1
+                print(f"skip {path}: valid, but its mechanisms need the optional '{extra}' extra to be built: "
+                      f"{str(exc).split(': ', 1)[-1]}")
+                entry.update(valid=True, skipped=f"needs the optional '{extra}' extra")
+            else:
+                bad += 1
+                print(f"error: {exc}", file=sys.stderr)
+                entry["errors"] = _errors(exc)
         entries.append(entry)
     code = 2 if bad else 0
     if json_path is not None:
         from ..verdicts import run_manifest, verdict_block, write_json
 
         msg = f"{bad} of {len(entries)} configs invalid" if bad else f"all {len(entries)} configs valid"
+        if skipped:
+            msg += f" ({skipped} not fully checked: an optional extra is missing)"
         doc = {"schema": SCHEMA, "verdict": verdict_block(code, msg, configs=len(entries), invalid=bad),
                "configs": entries, "manifest": run_manifest()}
         try:

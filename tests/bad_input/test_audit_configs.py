@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import assert_clean_error, files_under, run_cli
+from conftest import ROOT, assert_clean_error, files_under, run_cli
 
 from dpharness.bench.cli import main
 
@@ -276,3 +276,28 @@ def test_cli_subprocess_jobs_zero(tmp_path, write):
     path = write(cfg(audit()))
     proc = run_cli("audit", path, "--jobs", "0", "--out", tmp_path / "r", cwd=tmp_path)
     assert_clean_error(proc, code=2, names=("jobs",), watch=tmp_path / "r")
+
+
+def test_validate_says_a_missing_extra_and_keeps_the_other_verdicts(tmp_path, write, capsys, monkeypatch):
+    # `dpharness validate configs/*.yaml` on the README's install (no peers extra): the peer config
+    # is reported as not fully checked, with the install hint, and the command still exits 0
+    import json
+    import sys
+
+    for mod in ("diffprivlib", "diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.accountant", "opendp",
+                "opendp.prelude", "pydp", "pydp.algorithms", "pydp.algorithms.laplacian"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    peer = write(cfg({"id": "p0", "mechanism": {"peer": "diffprivlib_median"}, "pairs": "search",
+                      "samples": [1000], "exact": False}))
+    out = tmp_path / "v.json"
+    proc = call(["validate", peer, str(ROOT / "configs" / "pumpkin.yaml"), "--json", str(out)], capsys)
+    assert proc.returncode == 0, proc.stderr
+    assert "skip" in proc.stdout and "'peers' extra" in proc.stdout and "pip install" in proc.stdout
+    assert "ok  " in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["verdict"]["passed"] and "not fully checked" in doc["verdict"]["message"]
+    assert doc["configs"][0]["skipped"] and doc["configs"][0]["valid"]
+    # a real mistake beside the missing extra is still a mistake
+    bad = write(cfg({"id": "p0", "mechanism": {"peer": "diffprivlib_median"}, "pairs": "search",
+                     "samples": [1000], "exact": False, "repeat": 0}))
+    assert call(["validate", bad], capsys).returncode == 2
