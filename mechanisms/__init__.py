@@ -12,6 +12,7 @@ from . import contracts, domains, laws
 
 # Importing the modules registers their mechanisms.
 from . import finite, medians, smooth_sensitivity, continuous, topk, quantiles, quantile_baselines  # noqa: E402,F401
+from . import snapping, discrete_laplace  # noqa: E402,F401  (float-safe members)
 
 __all__ = ["NEIGHBOURS", "Mechanism", "PrivacyClaim", "available", "describe", "make", "namespaces", "register",
            "contracts", "domains", "laws"]

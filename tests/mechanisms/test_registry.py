@@ -12,10 +12,10 @@ from dpharness.mechanisms import registry
 from dpharness.verifiers import zoo
 from dpharness.verifiers.zoo_base import ZOO, zoo_register
 
-REAL = ("continuous_exponential", "csmooth_quantiles", "duff_median", "duff_quantile", "exponential", "gumbel_top_k",
-        "independent_quantiles", "joint_quantiles", "laplace_median_global", "laplace_top_k",
+REAL = ("continuous_exponential", "csmooth_quantiles", "discrete_laplace", "duff_median", "duff_quantile", "exponential",
+        "gumbel_top_k", "independent_quantiles", "joint_quantiles", "laplace_median_global", "laplace_top_k",
         "laplace_via_exponential", "peeling_exponential", "peeling_permute_and_flip", "permute_and_flip", "randomized_response", "report_noisy_max",
-        "revenue_price", "smooth_quantiles", "smooth_sensitivity_median", "tree_quantiles")
+        "revenue_price", "smooth_quantiles", "smooth_sensitivity_median", "snapping", "tree_quantiles")
 
 
 def test_default_namespace_lists_only_real_mechanisms():
