@@ -163,9 +163,20 @@ SEEDS = 200
 ALPHA = 0.05
 
 
+def _registered(name: str):
+    def make():
+        from dpharness import mechanisms
+
+        return mechanisms.registry.get(name).example()[0]
+
+    make.__name__ = name
+    return make
+
+
 @pytest.mark.slow
 @pytest.mark.statistical
-@pytest.mark.parametrize("make", [_geometric, _grid_laplace])
+@pytest.mark.parametrize("make", [_geometric, _grid_laplace, _registered("snapping"), _registered("discrete_laplace")],
+                         ids=["geometric", "grid_laplace", "snapping", "discrete_laplace"])
 def test_float_events_keep_the_false_violation_rate(make):
     # Tight controls (true loss = the claim on the pair 0 vs 1): each audit is a level-ALPHA test, so
     # over SEEDS independent seeds the false violations are at most Bin(SEEDS, ALPHA); fail only above
