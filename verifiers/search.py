@@ -21,7 +21,8 @@ import numpy as np
 
 from ..mechanisms.contracts import check_auditable
 from . import bounds
-from .neighbours import merge_swaps, pairs_for
+from .claims import annotate, at_pair, pairs_for
+from .neighbours import merge_swaps
 from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, check_selection, draw,
                           is_finite, resolve_float_events, seed_of, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict
@@ -44,7 +45,9 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     generator
         ``"auto"`` (pairs of the family of ``claim.neighbours``), a family name, a callable
         ``generator(mechanism)`` or an iterable of ``(d1, d2)`` pairs; see
-        :func:`verifiers.neighbours.pairs_for`.
+        :func:`verifiers.neighbours.pairs_for`. Under a privacy-map claim (:mod:`verifiers.claims`)
+        every pair is held to the map at its own distance (selection and certification); the
+        verdict states the winning pair's claim and distance (``Verdict.extra["d_in"]``).
     budget
         Total mechanism calls (both datasets of every pair, selection and certification); the
         Poisson-sized certification keeps a 3-sigma margin, so the budget is exceeded with
@@ -78,12 +81,15 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     skipped: list[dict] = list(getattr(listed, "skipped", []))
     # (d1, d2) and (d2, d1) are one test (every event is scored in both directions): search it once
     pairs, merged = merge_swaps(listed)
+    # Each pair's own claim: a privacy map (verifiers.claims) is evaluated at the pair's distance,
+    # and pairs are ranked by predicted bound minus their claim; fixed claims keep the plain score.
+    held = [at_pair(mechanism, p.d1, p.d2, check=False, label=p.label or f"pair {j}") for j, p in enumerate(pairs)]
+    margin_of = [float(h.claim.epsilon) if h is not mechanism else 0.0 for h in held]
     # Pairs the verifier generated may hit inputs the mechanism cannot handle (OverflowError,
     # IndexError, ...): such a pair is skipped and reported. Pairs the user gave are a contract:
     # an exception there is the user's to see.
     generated = isinstance(generator, str) or callable(generator)
     seed = seed_of(rng)
-    dl_c = float(mechanism.claim.delta)
     finite = is_finite(mechanism)
     n_cert = int(budget * (1.0 - float(selection))) // 2
     sel_budget = budget - 2 * n_cert
@@ -119,30 +125,31 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 alive.remove(j)
                 continue
             choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                     alpha=alpha, delta=dl_c, float_events=fl,
-                                     epsilon=float(mechanism.claim.epsilon))
+                                     alpha=alpha, delta=float(held[j].claim.delta), float_events=fl,
+                                     epsilon=float(held[j].claim.epsilon))
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")
         if len(alive) > 1 and r < rounds - 1:
-            ranked = sorted(alive, key=lambda j: (-choices[j].score, j))
+            ranked = sorted(alive, key=lambda j: (-(choices[j].score - margin_of[j]), j))
             alive = ranked[: max(1, math.ceil(len(alive) / 2))]
-    best = max(alive, key=lambda j: (choices[j].score, -j))
+    best = max(alive, key=lambda j: (choices[j].score - margin_of[j], -j))
     ch = choices[best]
-    a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)
+    mech = held[best]  # the mechanism held to the winning pair's claim
+    a1, a2 = alpha_split(ch, n_cert, alpha, float(mech.claim.delta))
     p = pairs[best]
     # Certification draws are Poisson(lam) per dataset (exact conditional bounds); lam keeps a
     # 3-sigma margin so that the total stays within the budget with probability > 0.998.
     lam = max(1, int(n_cert - 3.0 * math.sqrt(n_cert)))
     if sequential:  # fixed batch sizes: exactly n_cert per dataset at most, no Poisson margin needed
-        v = SEQUENTIAL["certify"](mechanism, p.d1, p.d2, pool1=ys[best][0], pool2=ys[best][1], budget=n_cert,
+        v = annotate(SEQUENTIAL["certify"](mech, p.d1, p.d2, pool1=ys[best][0], pool2=ys[best][1], budget=n_cert,
                                alpha=alpha, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P,
-                               label=p.label, float_events=fl)
+                               label=p.label, float_events=fl), mech)
         _report(v, skipped, merged)
         return v
-    v = certify(mechanism, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,
-                alpha1=a1, alpha2=a2, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P, label=p.label,
-                alpha=alpha)
+    v = annotate(certify(mech, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,
+                         alpha1=a1, alpha2=a2, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P,
+                         label=p.label, alpha=alpha), mech)
     _report(v, skipped, merged)
     return v
 

@@ -63,10 +63,11 @@ class WrappedMechanism:
         return {"name": self.name, "kind": self.kind, "claim": str(self.claim), **self.attributes}
 
 
-def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, delta: float = 0.0,
-         neighbours: str = "add_remove", kind: OutputKind = "real", sensitivity: float | None = None,
+def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float | None = None, delta: float = 0.0,
+         neighbours: str | None = None, kind: OutputKind = "real", sensitivity: float | None = None,
          name: str = "", attributes: dict | None = None, float_events: bool = False,
-         input_domain: Any = None) -> WrappedMechanism:
+         input_domain: Any = None, privacy_map: Callable[[Any], Any] | None = None,
+         input_metric: str | None = None) -> WrappedMechanism:
     """Make ``fn(data, size, rng) -> np.ndarray`` auditable by :func:`verifiers.audit` / ``search``.
 
     Parameters
@@ -77,7 +78,16 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
         cost of reproducibility).
     epsilon, delta, neighbours, sensitivity
         The claim to audit (a :class:`mechanisms.PrivacyClaim`; ``neighbours`` is one of
-        :data:`mechanisms.base.NEIGHBOURS`).
+        :data:`mechanisms.base.NEIGHBOURS`, default ``"add_remove"``).
+    privacy_map, input_metric
+        Instead of ``epsilon``/``delta``: the claim as a privacy map, ``privacy_map(d_in) ->
+        epsilon`` or ``-> (epsilon, delta)`` for inputs at distance ``d_in`` under
+        ``input_metric`` (one of :data:`verifiers.claims.INPUT_METRICS`, e.g.
+        ``"symmetric_distance"``); each audited pair is held to the map at its own distance
+        (:mod:`verifiers.claims`). ``neighbours`` then picks the pair generators (default: the
+        metric's, :data:`verifiers.claims.DEFAULT_RELATION`) and ``sensitivity`` is the reference
+        distance and generator step (default 1). The map must pickle (a module-level function or
+        :class:`verifiers.claims.LinearMap`) for audits run in worker processes.
     kind
         ``"real"`` or ``"finite"`` (outputs from a finite set, e.g. an index).
     name
@@ -112,7 +122,23 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float, 
     dom = parse_domain(input_domain if input_domain is not None else attrs.get("input_domain"))
     if dom is not None:
         attrs["input_domain"] = dom
-    claim = PrivacyClaim(epsilon, delta, neighbours=neighbours, sensitivity=sensitivity, input_domain=dom, **unit)
+    if privacy_map is not None or input_metric is not None:
+        from .claims import map_claim
+
+        if privacy_map is None or input_metric is None:
+            raise ValueError("a privacy-map claim needs both privacy_map=(d_in -> epsilon or (epsilon, delta)) and "
+                             "input_metric= (e.g. 'symmetric_distance')")
+        if epsilon is not None or delta:
+            raise ValueError("give the claim once: epsilon/delta (a fixed claim) or privacy_map (epsilon and delta "
+                             "at every distance), not both")
+        if unit:
+            raise ValueError("privacy_unit claims take epsilon=, not a privacy map")
+        claim = map_claim(privacy_map, input_metric, neighbours=neighbours, d_in=sensitivity, input_domain=dom)
+    else:
+        if epsilon is None:
+            raise TypeError("wrap needs the claim: epsilon= (and delta=), or privacy_map= with input_metric=")
+        claim = PrivacyClaim(epsilon, delta, neighbours=neighbours or "add_remove", sensitivity=sensitivity,
+                             input_domain=dom, **unit)
     if not isinstance(float_events, (bool, np.bool_)):
         raise TypeError(f"float_events must be True or False, got {float_events!r}")
     return WrappedMechanism(fn=fn, claim=claim, kind=kind, name=name or getattr(fn, "__name__", "fn"),

@@ -234,7 +234,7 @@ def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
 def check(aset: AuditSet) -> None:
     """Build every mechanism and check every pair; one :class:`ConfigError` listing every mistake."""
     from ...verifiers import pairs_for
-    from ...verifiers.neighbours import check_neighbours
+    from ...verifiers.claims import check_pair
     from ..peers import INSTALL_HINT, PeerUnavailable
 
     errors: list[str] = []
@@ -284,7 +284,7 @@ def check(aset: AuditSet) -> None:
             continue
         for j, (d1, d2, _) in enumerate(given_pairs(a, mech)):
             try:
-                check_neighbours(d1, d2, mech.claim)
+                check_pair(d1, d2, mech.claim)
             except (ValueError, TypeError) as exc:
                 err(a, f"pairs[{j}]", f"{exc} (the mechanism declares {mech.claim.neighbours} neighbours"
                     + (f", sensitivity {mech.claim.sensitivity:g}" if mech.claim.sensitivity is not None else "")

@@ -1,0 +1,640 @@
+"""Audit DP libraries as they ship: OpenDP measurements and diffprivlib mechanisms, tools and
+models as auditable mechanisms (docs/adapters.md).
+
+* :func:`opendp` -- an OpenDP ``Measurement`` (or a factory building one): its privacy map,
+  input metric and output measure are read from the object and become a privacy-map claim
+  (:mod:`dpharness.verifiers.claims`), so every audited pair is held to ``measurement.map`` at
+  its own distance.
+* :func:`diffprivlib_mechanism`, :func:`diffprivlib_tool`, :func:`diffprivlib_model` (or the
+  dispatcher :func:`diffprivlib`) -- a diffprivlib mechanism object (epsilon, delta and
+  sensitivity read from it), a function of ``diffprivlib.tools`` (epsilon from the arguments)
+  or an (unfitted) estimator of ``diffprivlib.models`` (its parameter vector is the release).
+
+Each returns a :class:`dpharness.verifiers.WrappedMechanism` that ``verifiers.audit``,
+``verifiers.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
+imported when an adapter is built, never when this module is; a missing one raises
+:class:`MissingLibrary` (an ``ImportError``) with the install hint. Adapted mechanisms audit
+floating-point leaks by default (``float_events=True``): they are third-party float code.
+
+Randomness: diffprivlib is seeded from the audit's generator (an integer ``random_state`` drawn
+from it), so its audits are reproducible; OpenDP draws from the operating system and cannot be
+seeded, so its audits are valid but not bit-reproducible.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import numbers
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .verifiers.claims import zcdp_to_approx_dp
+from .verifiers.wrap import WrappedMechanism, wrap
+
+__all__ = ["INSTALL_HINT", "MissingLibrary", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
+           "diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
+           "MODEL_OUTPUTS"]
+
+#: How to get the libraries (the ``peers`` extra).
+INSTALL_HINT = "pip install 'dpharness[peers]'"
+
+
+class MissingLibrary(ImportError):
+    """A DP library an adapter needs is not installed (or fails to import); the message says how
+    to install it."""
+
+
+def _require(module: str, dist: str) -> Any:
+    try:
+        with warnings.catch_warnings():  # libraries warn on import (deprecations); not ours to show
+            warnings.simplefilter("ignore")
+            return importlib.import_module(module)
+    except ImportError as exc:
+        extra = " (diffprivlib 0.6.6 needs scikit-learn<1.9)" if dist == "diffprivlib" else ""
+        raise MissingLibrary(f"{dist} is needed for this adapter but cannot be imported ({exc}){extra}; "
+                             f"{INSTALL_HINT}") from exc
+
+
+def _quiet(call: Callable[[], Any]) -> Any:
+    """``call()`` with the library's warnings silenced (they come per call, and the test suite
+    runs with warnings as errors; whether a release leaks is for the audit to find)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call()
+
+
+def _kind_of(out: Any) -> str:
+    """``"real"`` for float outputs, ``"finite"`` for integers, booleans and labels."""
+    return "real" if np.asarray(out).dtype.kind in "fc" else "finite"
+
+
+def _seeds(rng: np.random.Generator, n: int) -> list[int]:
+    return [int(s) for s in rng.integers(0, 2**31 - 1, size=n)]
+
+
+def _as_array(data: Any) -> np.ndarray:
+    return data.to_numpy() if hasattr(data, "columns") and hasattr(data, "to_numpy") else np.asarray(data)
+
+
+def _scalar(data: Any, what: str) -> Any:
+    a = np.asarray(data)
+    if a.size != 1:
+        raise ValueError(f"{what} takes one value as data, got shape {a.shape}")
+    return a.reshape(-1)[0].item()
+
+
+# --------------------------------------------------------------------------------------------
+# OpenDP
+
+#: OpenDP input metric (the name before its parameters) -> our input metric.
+OPENDP_METRICS: dict[str, str] = {
+    "SymmetricDistance": "symmetric_distance",
+    "InsertDeleteDistance": "insert_delete_distance",
+    "ChangeOneDistance": "change_distance",
+    "HammingDistance": "hamming_distance",
+    "AbsoluteDistance": "absolute_distance",
+    "L1Distance": "l1_distance",
+    "L2Distance": "l2_distance",
+    "LInfDistance": "linf_distance",
+    "DiscreteDistance": "discrete_distance",
+}
+#: OpenDP output measure -> how its map's value becomes (epsilon, delta).
+OPENDP_MEASURES: dict[str, str] = {
+    "MaxDivergence": "pure: epsilon",
+    "Approximate(MaxDivergence)": "approximate: (epsilon, delta)",
+    "FixedSmoothedMaxDivergence": "approximate: (epsilon, delta)",
+    "SmoothedMaxDivergence": "privacy profile: epsilon(delta) at the chosen delta",
+    "ZeroConcentratedDivergence": "zCDP: rho, converted to epsilon at the chosen delta",
+}
+#: delta at which privacy profiles (smoothed max divergence) and zCDP are read, unless given.
+DEFAULT_DELTA = 1e-6
+
+_INT_TYPES = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
+
+
+def _is_measurement(obj: Any) -> bool:
+    return all(hasattr(obj, a) for a in ("map", "input_metric", "output_measure", "input_domain")) and callable(obj)
+
+
+def _metric_of(meas: Any) -> str:
+    text = str(meas.input_metric)
+    head = text.split("(")[0].split("<")[0].strip()
+    if head not in OPENDP_METRICS:
+        raise ValueError(f"OpenDP input metric {text} is not supported; supported: {', '.join(OPENDP_METRICS)}")
+    ours = OPENDP_METRICS[head]
+    if ours == "linf_distance" and "monotonic" in text:
+        ours = "linf_monotone_distance"
+    return ours
+
+
+def _measure_of(meas: Any) -> str:
+    text = str(meas.output_measure)
+    if text.startswith("Approximate(") and text[len("Approximate("):].startswith("MaxDivergence"):
+        return "approximate"
+    head = text.split("(")[0].split("<")[0].strip()
+    kinds = {"MaxDivergence": "pure", "FixedSmoothedMaxDivergence": "approximate", "SmoothedMaxDivergence": "profile",
+             "ZeroConcentratedDivergence": "zcdp"}
+    if head not in kinds:
+        raise ValueError(f"OpenDP output measure {text} is not supported; supported: {', '.join(OPENDP_MEASURES)}")
+    return kinds[head]
+
+
+def _attr(obj: Any, name: str) -> Any:
+    """``obj.name``, or None when it is missing or the library raises reading it (OpenDP domain
+    descriptors raise for types they do not describe, e.g. the bounds of a boolean domain)."""
+    if obj is None:
+        return None
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - any library error means "not described"
+        return None
+
+
+def _integral_distance(meas: Any, metric: str) -> bool:
+    t = _attr(meas, "input_distance_type") or _attr(meas.input_metric, "distance_type")
+    if isinstance(t, str) and t:
+        return t in _INT_TYPES
+    return metric in ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance",
+                      "discrete_distance")
+
+
+class _Measurement:
+    """The measurement, or the factory that builds it: a measurement is a pointer into the
+    library and does not pickle, a module-level factory does (configs run audits in workers)."""
+
+    def __init__(self, source: Any) -> None:
+        if _is_measurement(source):
+            self.factory, self._meas = None, source
+        elif callable(source):
+            self.factory, self._meas = source, None
+        else:
+            raise TypeError(f"opendp() takes an OpenDP Measurement or a function building one, got "
+                            f"{type(source).__name__} {source!r:.80}")
+
+    def get(self) -> Any:
+        if self._meas is None:
+            meas = self.factory()
+            if not _is_measurement(meas):
+                raise TypeError(f"the factory {self.factory!r} must return an OpenDP Measurement, got "
+                                f"{type(meas).__name__}")
+            self._meas = meas
+        return self._meas
+
+    def __getstate__(self) -> dict:
+        if self.factory is None:
+            raise TypeError("an OpenDP Measurement cannot be pickled (it points into the library); to run audits "
+                            "in worker processes pass a module-level function that builds it: "
+                            "adapters.opendp(make_my_measurement)")
+        return {"factory": self.factory}
+
+    def __setstate__(self, state: dict) -> None:
+        self.factory, self._meas = state["factory"], None
+
+
+def _convert_atom(v: Any, carrier: str) -> Any:
+    if carrier in ("f64", "f32"):
+        return float(v)
+    if carrier in _INT_TYPES:
+        if isinstance(v, (float, np.floating)) and not float(v).is_integer():
+            raise ValueError(f"the measurement takes integers ({carrier}), got {v!r}")
+        return int(v)
+    if carrier == "bool":
+        return bool(v)
+    if carrier == "String":
+        return str(v)
+    return v
+
+
+def _to_carrier(data: Any, carrier: str) -> Any:
+    """Our data (numpy arrays, scalars, DataFrames) as the measurement's carrier type."""
+    if carrier.startswith("Vec<") and carrier.endswith(">"):
+        a = _as_array(data)
+        if a.ndim != 1:
+            raise ValueError(f"the measurement takes a 1-D dataset ({carrier}), got shape {a.shape}")
+        inner = carrier[4:-1]
+        return [_convert_atom(v, inner) for v in a.tolist()]
+    if carrier in ("f64", "f32", "bool", "String") or carrier in _INT_TYPES:
+        return _convert_atom(_scalar(data, f"the measurement ({carrier})"), carrier)
+    return data
+
+
+class _OpenDPRelease:
+    """``size`` releases: ``measurement(data)`` called ``size`` times (OpenDP samples from the
+    operating system, so ``rng`` is not used). Data outside the input domain raise ValueError."""
+
+    def __init__(self, source: _Measurement) -> None:
+        self.source = source
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        meas = self.source.get()
+        dom = meas.input_domain
+        x = _to_carrier(data, str(dom.carrier_type))
+        member = _attr(dom, "member")
+        if member is not None:
+            try:
+                inside = bool(member(x))
+            except Exception as exc:  # noqa: BLE001 - a type the domain cannot even read
+                raise ValueError(f"data {x!r:.80} cannot be read by the input domain {dom}: {exc}") from None
+            if not inside:
+                raise ValueError(f"data {x!r:.80} are not in the measurement's input domain {dom}")
+        return np.asarray(_quiet(lambda: [meas(x) for _ in range(size)]))
+
+
+class _OpenDPMap:
+    """The measurement's privacy map as (epsilon, delta): pure and approximate measures as they
+    are, a privacy profile at ``delta``, zCDP's rho converted at ``delta``."""
+
+    def __init__(self, source: _Measurement, measure: str, delta: float, integral: bool) -> None:
+        self.source, self.measure, self.delta, self.integral = source, measure, delta, integral
+
+    def __call__(self, d_in: Any) -> Any:
+        meas = self.source.get()
+        # maps are monotone: an integer distance type is evaluated at the next integer up
+        d = math.ceil(float(d_in)) if self.integral else float(d_in)
+        out = meas.map(d)
+        if self.measure == "pure":
+            return float(out)
+        if self.measure == "approximate":
+            eps, dl = out
+            return float(eps), float(dl)
+        if self.measure == "profile":
+            return float(out.epsilon(self.delta)), self.delta
+        return zcdp_to_approx_dp(float(out), self.delta), self.delta
+
+
+def _opendp_example(dom: Any) -> Any:
+    """A member of the input domain built from its description (for inferring the output kind)."""
+    carrier = str(dom.carrier_type)
+
+    def atom(d: Any, t: str) -> Any:
+        bounds = _bounds_of(d) if d is not None else None
+        if bounds:
+            return _convert_atom(bounds[0], t)
+        return {"bool": False, "String": "a"}.get(t, 0.0 if t in ("f64", "f32") else 0)
+
+    if carrier.startswith("Vec<"):
+        n = _attr(dom, "size") or 3
+        return [atom(_attr(dom, "element_domain"), carrier[4:-1])] * int(n)
+    return atom(dom, carrier)
+
+
+def _bounds_of(dom: Any) -> tuple | None:
+    """The (closed) bounds of an atom domain or of a vector domain's elements: the ``bounds``
+    attribute (OpenDP 0.13+), else read from the domain's description ``...bounds=[lo, hi]...``."""
+    elem = _attr(dom, "element_domain")
+    bounds = _attr(elem if elem is not None else dom, "bounds")
+    if not bounds:
+        found = re.search(r"bounds=\[\s*([^,\]]+),\s*([^\]]+)\]", str(dom))
+        if found is None:
+            return None
+        try:
+            bounds = (float(found.group(1)), float(found.group(2)))
+        except ValueError:
+            return None
+    return tuple(bounds) if len(bounds) == 2 and all(isinstance(b, numbers.Real) for b in bounds) else None
+
+
+def _opendp_attributes(dom: Any, metric: str) -> dict:
+    """What the pair generators use: data bounds, vector length."""
+    attrs: dict = {}
+    bounds = _bounds_of(dom)
+    if bounds:
+        attrs["lower"], attrs["upper"] = float(bounds[0]), float(bounds[1])
+    size = _attr(dom, "size")
+    if size and metric not in ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance"):
+        attrs["length"] = int(size)
+    return attrs
+
+
+def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kind: str | None = None,
+           example: Any = None, neighbours: str | None = None, input_domain: Any = None, name: str = "",
+           attributes: dict | None = None, float_events: bool = True) -> WrappedMechanism:
+    """An OpenDP ``Measurement`` as an auditable mechanism whose claim is its own privacy map.
+
+    Parameters
+    ----------
+    measurement
+        An OpenDP ``Measurement``, or a function with no arguments that builds one (a module-level
+        function or a ``functools.partial`` of one pickles by reference, so the adapted mechanism
+        can run in worker processes; a measurement itself does not pickle).
+    d_in
+        The reference input distance: ``claim.epsilon`` is the map there, and for scalar and
+        vector metrics it is the step of the generated pairs (e.g. the sensitivity a value may
+        move by).
+    delta
+        For ``smoothed_max_divergence`` (a privacy profile) and ``zero_concentrated_divergence``
+        (rho, converted by :func:`dpharness.verifiers.claims.zcdp_to_approx_dp`): the delta at
+        which epsilon is read; default :data:`DEFAULT_DELTA`. Not used by pure or approximate
+        measures, whose maps give (epsilon, delta) themselves.
+    kind
+        ``"real"`` or ``"finite"``; default: inferred from one release on ``example`` (float
+        outputs are real, integers, booleans and strings finite).
+    example
+        A member of the input domain, for inferring ``kind``; default: built from the domain
+        (its bounds, else 0 / False / "a").
+    neighbours
+        The relation whose pairs :func:`verifiers.search` generates (default: the metric's,
+        :data:`dpharness.verifiers.claims.DEFAULT_RELATION`).
+    input_domain, name, attributes, float_events
+        As for :func:`dpharness.verifiers.wrap` (bounds and vector lengths of the measurement's
+        domain are added to ``attributes``; ``input_domain`` defaults to {False, True} for a
+        boolean domain).
+    """
+    _require("opendp", "opendp")
+    source = _Measurement(measurement)
+    meas = source.get()
+    metric = _metric_of(meas)
+    measure = _measure_of(meas)
+    if delta is not None and measure in ("pure", "approximate"):
+        raise ValueError(f"delta is for privacy profiles and zCDP; this measurement's measure "
+                         f"({meas.output_measure}) gives (epsilon, delta) itself: drop delta")
+    dl = DEFAULT_DELTA if delta is None else delta
+    if isinstance(dl, bool) or not isinstance(dl, numbers.Real) or not 0 < float(dl) < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    dom = meas.input_domain
+    release = _OpenDPRelease(source)
+    if kind is None:
+        probe = _opendp_example(dom) if example is None else example
+        try:
+            kind = _kind_of(release(probe, 1, np.random.default_rng(0)))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"could not infer the output kind from one release on {probe!r:.60} ({exc}); pass "
+                             "kind='real' or 'finite', or example= a member of the input domain") from None
+    attrs = {**_opendp_attributes(dom, metric), **(attributes or {})}
+    if input_domain is None and str(dom.carrier_type) == "bool":
+        input_domain = [False, True]
+    label = name or f"OpenDP measurement ({meas.input_metric} -> {meas.output_measure})"
+    privacy_map = _OpenDPMap(source, measure, float(dl), _integral_distance(meas, metric))
+    return wrap(release, privacy_map=privacy_map, input_metric=metric, neighbours=neighbours, kind=kind,
+                sensitivity=d_in, name=label, attributes=attrs, float_events=float_events,
+                input_domain=input_domain)
+
+
+# --------------------------------------------------------------------------------------------
+# diffprivlib: mechanisms
+
+_UTILITY_MECHANISMS = ("Exponential", "PermuteAndFlip")
+_UNSUPPORTED_MECHANISMS = ("Bingham", "Vector", "ExponentialCategorical", "ExponentialHierarchical", "Uniform")
+
+
+def _constructor_params(cls: type) -> list[str]:
+    try:
+        sig = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return []
+    return [p for p, v in sig.parameters.items() if p != "self" and v.kind in (v.KEYWORD_ONLY, v.POSITIONAL_OR_KEYWORD)]
+
+
+def _recipe(mech: Any) -> tuple[type, dict, bool]:
+    """(class, constructor parameters, whether it takes ``random_state``) of a diffprivlib
+    mechanism: diffprivlib keeps each constructor parameter as an attribute of the same name. The
+    recipe pickles (the object may not: unseeded mechanisms hold the OS entropy source)."""
+    cls = type(mech)
+    params = _constructor_params(cls)
+    kw = {p: getattr(mech, p) for p in params if p != "random_state" and hasattr(mech, p)}
+    return cls, kw, "random_state" in params
+
+
+def _reseeded(recipe: tuple[type, dict, bool], seed: int, **override: Any) -> Any:
+    """The mechanism of ``recipe`` rebuilt with ``random_state=seed`` (and ``override``)."""
+    cls, kw, seedable = recipe
+    kw = {**kw, **override, **({"random_state": seed} if seedable else {})}
+    return _quiet(lambda: cls(**kw))
+
+
+def _is_integer_mechanism(name: str) -> bool:
+    return "Geometric" in name or name == "GaussianDiscrete"
+
+
+class _DplMechanismRelease:
+    """``size`` releases of a diffprivlib mechanism on ``data``: the mechanism rebuilt once per
+    call with a seed drawn from ``rng``, then ``randomise`` called ``size`` times."""
+
+    def __init__(self, mechanism: Any, mode: str) -> None:
+        self.recipe, self.mode = _recipe(mechanism), mode
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        (seed,) = _seeds(rng, 1)
+        name = self.recipe[0].__name__
+        if self.mode == "utility":
+            u = np.asarray(data, dtype=np.float64)
+            if u.ndim != 1:
+                raise ValueError(f"{name} takes a 1-D utility vector as data, got shape {u.shape}")
+            m = _reseeded(self.recipe, seed, utility=u.tolist())  # diffprivlib wants a list
+            return np.asarray(_quiet(lambda: [m.randomise() for _ in range(size)]))
+        m = _reseeded(self.recipe, seed)
+        v = _scalar(data, name)
+        if self.mode == "integer":
+            if isinstance(v, float) and not v.is_integer():
+                raise ValueError(f"{name} takes an integer value, got {v!r}")
+            v = int(v)
+        elif self.mode == "real":
+            v = float(v)
+        return np.asarray(_quiet(lambda: [m.randomise(v) for _ in range(size)]))
+
+
+def diffprivlib_mechanism(mechanism: Any, *, name: str = "", float_events: bool = True) -> WrappedMechanism:
+    """A diffprivlib mechanism object (``diffprivlib.mechanisms``) as an auditable mechanism.
+
+    The claim is read from the object: ``epsilon``, ``delta`` and ``sensitivity``. The data is
+    what the mechanism randomises, under the relation its calibration assumes:
+
+    * value mechanisms (``Laplace`` and its truncated/folded/bounded variants, ``Gaussian``,
+      ``GaussianAnalytic``, ``GaussianDiscrete``, ``Geometric`` and variants, ``Staircase``,
+      ``Snapping``, ``LaplaceBoundedNoise``): one number, ``value`` neighbours at distance at most
+      ``sensitivity`` (integer data and finite outputs for the geometric and discrete ones);
+    * ``Exponential``, ``PermuteAndFlip``: the utility vector (the object's own utility is
+      replaced by the data), ``score_linf`` neighbours (``score_monotone`` when ``monotonic``);
+    * ``Binary`` (randomised response on two labels): the label, ``local`` neighbours over
+      ``{value0, value1}``.
+    """
+    _require("diffprivlib", "diffprivlib")
+    cls_name = type(mechanism).__name__
+    if not hasattr(mechanism, "randomise") or not hasattr(mechanism, "epsilon"):
+        raise TypeError(f"diffprivlib_mechanism takes a diffprivlib mechanism object (e.g. "
+                        f"diffprivlib.mechanisms.Laplace(epsilon=1, sensitivity=1)), got {cls_name}")
+    if cls_name in _UNSUPPORTED_MECHANISMS:
+        raise TypeError(f"diffprivlib {cls_name} is not supported (its input is not a value, a utility vector or a "
+                        "label); supported: value mechanisms (Laplace, Gaussian, Geometric, Staircase, Snapping and "
+                        "variants), Exponential, PermuteAndFlip, Binary")
+    eps, dl = float(mechanism.epsilon), float(getattr(mechanism, "delta", 0.0) or 0.0)
+    label = name or f"diffprivlib {cls_name}"
+    if cls_name == "Binary":
+        return wrap(_DplMechanismRelease(mechanism, "label"), epsilon=eps, delta=dl, neighbours="local",
+                    input_domain=[mechanism.value0, mechanism.value1], kind="finite", name=label,
+                    float_events=float_events)
+    sens = float(mechanism.sensitivity)
+    if cls_name in _UTILITY_MECHANISMS:
+        rel = "score_monotone" if getattr(mechanism, "monotonic", False) else "score_linf"
+        attrs = {"length": len(mechanism.utility)} if getattr(mechanism, "utility", None) is not None else {}
+        return wrap(_DplMechanismRelease(mechanism, "utility"), epsilon=eps, delta=dl, neighbours=rel,
+                    sensitivity=sens, kind="finite", name=label, attributes=attrs, float_events=float_events)
+    integer = _is_integer_mechanism(cls_name)
+    attrs = {}
+    lo, hi = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
+    if lo is not None and hi is not None and math.isfinite(float(lo)) and math.isfinite(float(hi)):
+        attrs = {"lower": float(lo), "upper": float(hi)}
+    return wrap(_DplMechanismRelease(mechanism, "integer" if integer else "real"), epsilon=eps, delta=dl,
+                neighbours="value", sensitivity=sens, kind="finite" if integer else "real", name=label,
+                attributes=attrs, float_events=float_events)
+
+
+# --------------------------------------------------------------------------------------------
+# diffprivlib: tools
+
+#: The neighbour relation each tool is calibrated for (diffprivlib/tools/utils.py,
+#: quantiles.py, histograms.py, 0.6.6): sensitivities divided by the dataset size n and output
+#: truncation to [lower n, upper n] take n as public, i.e. replace-one (bounded DP); histograms
+#: add Geometric noise of sensitivity 1 to each bin, i.e. add/remove (one record moves one bin).
+TOOL_RELATIONS: dict[str, str] = {
+    **{t: "replace_one" for t in ("mean", "nanmean", "var", "nanvar", "std", "nanstd", "sum", "nansum",
+                                  "count_nonzero", "median", "quantile", "percentile")},
+    "histogram": "add_remove",
+    "histogramdd": "add_remove",
+}
+_INTEGER_TOOLS = ("count_nonzero", "histogram", "histogramdd")
+
+
+class _DplToolRelease:
+    """``size`` releases of a diffprivlib tool on ``data``: one call per release, each with a
+    seed drawn from ``rng`` and a fresh ``BudgetAccountant`` (the default one records every
+    spend, and its ledger would grow with every release)."""
+
+    def __init__(self, tool: str, epsilon: float, kwargs: dict) -> None:
+        self.tool, self.epsilon, self.kwargs = tool, epsilon, kwargs
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        fn = getattr(_require("diffprivlib.tools", "diffprivlib"), self.tool)
+        accountant = _require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
+        a = _as_array(data)
+        out = []
+        for s in _seeds(rng, size):
+            r = _quiet(lambda s=s: fn(a, epsilon=self.epsilon, random_state=s, accountant=accountant(), **self.kwargs))
+            out.append(r[0] if isinstance(r, tuple) else r)  # histograms: (counts, edges); the edges are public
+        return np.asarray(out)
+
+
+def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None, kind: str | None = None,
+                     name: str = "", float_events: bool = True, **kwargs: Any) -> WrappedMechanism:
+    """A function of ``diffprivlib.tools`` (``mean``, ``var``, ``std``, ``sum``, ``count_nonzero``,
+    ``median``, ``quantile``, ``percentile``, ``histogram`` ... or its name) as an auditable
+    mechanism on datasets of records.
+
+    ``epsilon`` and ``kwargs`` (``bounds=``, ``range=``, ``bins=``, ``quant=`` ...) are passed to
+    every call; the claim is epsilon-DP under :data:`TOOL_RELATIONS` of the tool (or
+    ``neighbours``, required for other tools). ``kind``: finite for counts and histograms, real
+    otherwise, unless given. Histograms release the counts (the bin edges do not depend on the
+    data when ``range`` is given). ``bounds``/``range`` become the generators' ``lower``/``upper``.
+    """
+    tools = _require("diffprivlib.tools", "diffprivlib")
+    tool_name = tool if isinstance(tool, str) else getattr(tool, "__name__", "")
+    if not tool_name or getattr(tools, tool_name, None) is None or (not isinstance(tool, str) and
+                                                                     getattr(tools, tool_name) is not tool):
+        raise ValueError(f"tool must be a function of diffprivlib.tools or its name (e.g. 'mean'), got {tool!r}")
+    rel = neighbours if neighbours is not None else TOOL_RELATIONS.get(tool_name)
+    if rel is None:
+        raise ValueError(f"no documented neighbour relation for diffprivlib.tools.{tool_name}: pass neighbours= "
+                         f"(tools with one: {', '.join(TOOL_RELATIONS)})")
+    if kind is None:
+        integral = np.issubdtype(np.dtype(kwargs["dtype"]), np.integer) if kwargs.get("dtype") is not None else False
+        kind = "finite" if tool_name in _INTEGER_TOOLS or integral else "real"
+    attrs: dict = {}
+    b = kwargs.get("bounds", kwargs.get("range"))
+    if b is not None and len(b) == 2 and all(isinstance(x, numbers.Real) for x in b):
+        attrs = {"lower": float(b[0]), "upper": float(b[1])}
+    return wrap(_DplToolRelease(tool_name, float(epsilon), dict(kwargs)), epsilon=epsilon, neighbours=rel, kind=kind,
+                name=name or f"diffprivlib.tools.{tool_name}", attributes=attrs, float_events=float_events)
+
+
+# --------------------------------------------------------------------------------------------
+# diffprivlib: models
+
+#: The fitted attributes released by each model (their concatenation, flattened, is the output).
+MODEL_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "GaussianNB": ("theta_", "var_", "class_count_"),
+    "LinearRegression": ("coef_", "intercept_"),
+    "LogisticRegression": ("coef_", "intercept_"),
+    "KMeans": ("cluster_centers_",),
+    "PCA": ("components_", "explained_variance_", "mean_"),
+    "StandardScaler": ("mean_", "var_"),
+}
+_UNSUPERVISED = ("KMeans", "PCA", "StandardScaler")
+_OLD_NAMES = {"var_": "sigma_"}  # scikit-learn < 1.0 called GaussianNB's variances sigma_
+
+
+class _DplModelRelease:
+    """``size`` fits of a diffprivlib model on ``data`` (records as rows; the last column is the
+    label of a supervised model): each a clone of the model with a seed drawn from ``rng`` and a
+    fresh ``BudgetAccountant``; the release is the fitted ``outputs``, flattened into one row."""
+
+    def __init__(self, model: Any, outputs: tuple[str, ...], supervised: bool) -> None:
+        self.model, self.outputs, self.supervised = model, outputs, supervised
+
+    def _fit_once(self, X: np.ndarray, y: np.ndarray | None, seed: int) -> np.ndarray:
+        from sklearn.base import clone
+
+        accountant = _require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
+        m = clone(self.model)
+        params = m.get_params()
+        m.set_params(**{k: v for k, v in (("random_state", seed), ("accountant", accountant())) if k in params})
+        _quiet(lambda: m.fit(X, y) if y is not None else m.fit(X))
+        parts = []
+        for a in self.outputs:
+            v = getattr(m, a, None)
+            if v is None and a in _OLD_NAMES:
+                v = getattr(m, _OLD_NAMES[a], None)
+            if v is None:
+                raise ValueError(f"{type(m).__name__} has no fitted attribute {a!r}")
+            parts.append(np.ravel(np.asarray(v, dtype=np.float64)))
+        return np.concatenate(parts)
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        a = np.asarray(_as_array(data), dtype=np.float64)
+        if a.ndim != 2 or a.shape[0] == 0 or (self.supervised and a.shape[1] < 2):
+            need = "features then the label" if self.supervised else "features"
+            raise ValueError(f"{type(self.model).__name__} takes records as rows of a 2-D array or DataFrame "
+                             f"({need}), got shape {a.shape}")
+        X, y = (a[:, :-1], a[:, -1]) if self.supervised else (a, None)
+        return np.stack([self._fit_once(X, y, s) for s in _seeds(rng, size)])
+
+
+def diffprivlib_model(model: Any, *, outputs: tuple[str, ...] | None = None, supervised: bool | None = None,
+                      neighbours: str = "replace_one", name: str = "", float_events: bool = True) -> WrappedMechanism:
+    """An unfitted estimator of ``diffprivlib.models`` as an auditable mechanism: the data are
+    records as rows (features, then the label for a supervised model), the release is the fitted
+    parameter vector (:data:`MODEL_OUTPUTS`, or ``outputs``), the claim ``model.epsilon``-DP.
+
+    diffprivlib does not state the neighbour relation of its models; their calibration divides
+    by the public dataset size or truncates at it (e.g. GaussianNB's class counts), i.e. bounded
+    DP: ``replace_one`` by default.
+    """
+    _require("diffprivlib", "diffprivlib")
+    cls_name = type(model).__name__
+    if not (hasattr(model, "fit") and hasattr(model, "get_params") and hasattr(model, "epsilon")):
+        raise TypeError(f"diffprivlib_model takes an estimator of diffprivlib.models (e.g. GaussianNB(epsilon=1, "
+                        f"bounds=...)), got {cls_name}")
+    outs = tuple(outputs) if outputs is not None else MODEL_OUTPUTS.get(cls_name)
+    if not outs:
+        raise ValueError(f"no default outputs for {cls_name}: pass outputs=(fitted attribute names, ...); "
+                         f"defaults exist for {', '.join(MODEL_OUTPUTS)}")
+    sup = (cls_name not in _UNSUPERVISED) if supervised is None else bool(supervised)
+    return wrap(_DplModelRelease(model, outs, sup), epsilon=float(model.epsilon), neighbours=neighbours,
+                kind="real", name=name or f"diffprivlib {cls_name}", float_events=float_events)
+
+
+def diffprivlib(obj: Any, **kwargs: Any) -> WrappedMechanism:
+    """Dispatch to :func:`diffprivlib_mechanism` (a mechanism object), :func:`diffprivlib_tool`
+    (a function of ``diffprivlib.tools`` or its name; pass ``epsilon=``) or
+    :func:`diffprivlib_model` (an estimator of ``diffprivlib.models``)."""
+    module = getattr(obj, "__module__", "") or type(obj).__module__
+    if isinstance(obj, str) or (callable(obj) and module.startswith("diffprivlib.tools")):
+        return diffprivlib_tool(obj, **kwargs)
+    if hasattr(obj, "fit") and hasattr(obj, "get_params"):
+        return diffprivlib_model(obj, **kwargs)
+    return diffprivlib_mechanism(obj, **kwargs)
