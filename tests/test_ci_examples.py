@@ -78,8 +78,8 @@ def test_every_documented_dpharness_command_parses():
 def test_the_project_workflow_runs_the_readme_test_command():
     wf = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
     runs = " ".join(s.get("run", "") for job in wf["jobs"].values() for s in job["steps"])
-    assert "pip install -e '.[test,dask]' && pytest" in runs
-    assert "pip install -e '.[test,dask]' && pytest" in (ROOT / "README.md").read_text()
+    assert "pip install -e '.[test,dask,peers]' && pytest" in runs
+    assert "pip install -e '.[test,dask,peers]' && pytest" in (ROOT / "README.md").read_text()
 
 
 @pytest.mark.slow
