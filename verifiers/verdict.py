@@ -162,7 +162,10 @@ def summarize(v: dict) -> str:
               "(true epsilon is likely infinite; the bound is what this sample size can certify)."
               if v["support_violation"] else "")
         dl = f" At the claimed epsilon, delta >= {v['delta_lower']:.3g}." if v["delta_lower"] > 0 else ""
-        tail = sv + dl
+        fl = (" The witness is an event on the bits of the released doubles: a floating-point leak of this "
+              "implementation (its real-valued law may well be private; see snapping or integer-grid noise)."
+              if getattr(w.event, "kind", "") == "float" else "")
+        tail = sv + dl + fl
     else:
         tail = (f" At this budget a privacy loss above {v['detectable_epsilon']:.3g} on an event of "
                 f"moderate probability would have been detected; events rarer than "
