@@ -234,6 +234,11 @@ def load_run(path: str | Path, role: str = "run") -> Run:
             "re-run the same command to resume it before comparing"
         )
     results = _read_results(p / "results.csv", role)
+    if "audits" in config or manifest.get("experiment") == "audit":
+        raise RegressionInputError(
+            f"{where} is an audit run: regress compares the accuracy cells of experiment runs, and an audit "
+            "has privacy verdicts, not an accuracy metric. Compare audits by their verdicts instead "
+            "(`dpharness audit CONFIG --json PATH`, or the run's results.csv: epsilon_lower and violated per audit)")
 
     desc = {k: v for k, v in manifest.items() if k in _DESCRIBE_KEYS and v is not None}
     if not {"cell_columns", "metric", "se_column", "lower_is_better"} <= set(desc):

@@ -245,3 +245,19 @@ def power(*args: str) -> subprocess.CompletedProcess:
 def test_power_subcommand_refusals(args, names):
     before = files_under(BASELINE)
     assert_clean_error(power(*args), names=names, before=before, watch=BASELINE)
+
+
+def test_regressing_an_audit_run_says_so(tmp_path):
+    # an audit run has verdicts, not an accuracy metric: the message says that (it used to read like a
+    # corrupt manifest: "manifest metric must be a column name, got None")
+    import yaml
+    from conftest import assert_clean_error, run_cli
+
+    cfg = {"name": "tiny_audit", "seed": 1, "audits": [
+        {"id": "a", "mechanism": {"zoo": "laplace", "epsilon": 1.0}, "samples": [2000], "exact": False}]}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(cfg))
+    proc = run_cli("audit", str(tmp_path / "a.yaml"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    run = next((tmp_path / "out" / "tiny_audit").iterdir())
+    err = assert_clean_error(run_cli("regress", str(run), str(run)), code=2, names=("is an audit run", "--json"))
+    assert "manifest metric" not in err
