@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import sys
 from typing import Any, Sequence
 
@@ -231,10 +232,27 @@ def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
     return None
 
 
+def _check_search_budget(a: AuditSpec, n_pairs: int, err: Any) -> None:
+    """A search needs 4 selection calls per candidate pair (2 per dataset) and at least one
+    certification draw: each sample size (the search's budget) is checked here, before any run
+    folder exists, with the same split as :func:`verifiers.search`."""
+    from ...verifiers.search import DEFAULT_SEARCH_SELECTION
+
+    sel = DEFAULT_SEARCH_SELECTION if a.selection is None else float(a.selection)
+    for i, budget in enumerate(a.samples):
+        n_cert = int(budget * (1.0 - sel)) // 2
+        if budget - 2 * n_cert < 4 * n_pairs or n_cert < 1:
+            need = math.ceil(4 * n_pairs / sel) + 2
+            path = f"samples[{i}]" if len(a.samples) > 1 else "samples"
+            err(a, path, f"a budget of {budget} calls is too small to search {n_pairs} candidate pairs (selection "
+                f"needs 4 calls per pair, at selection share {sel:g}); give at least {need}")
+
+
 def check(aset: AuditSet) -> None:
     """Build every mechanism and check every pair; one :class:`ConfigError` listing every mistake."""
     from ...verifiers import pairs_for
     from ...verifiers.claims import check_pair
+    from ...verifiers.neighbours import merge_swaps
     from ..peers import INSTALL_HINT, PeerUnavailable
 
     errors: list[str] = []
@@ -279,9 +297,15 @@ def check(aset: AuditSet) -> None:
                         err(a, "mechanism.callable", f"{a.mechanism['callable']} fails on the first searched pair "
                             f"({p.label}; dataset {np.asarray(d).tolist()!r}): {why}")
                         break
+            _check_search_budget(a, len(merge_swaps(searched)[0]), err)
             continue
         if a.pairs == "witness":
             continue
+        if a.pairs == "suite":
+            from ...verifiers import Pair
+
+            suite_pairs = [Pair(d1, d2, lab) for d1, d2, lab in given_pairs(a, mech)]
+            _check_search_budget(a, len(merge_swaps(suite_pairs)[0]), err)
         for j, (d1, d2, _) in enumerate(given_pairs(a, mech)):
             try:
                 check_pair(d1, d2, mech.claim)

@@ -301,3 +301,16 @@ def test_validate_says_a_missing_extra_and_keeps_the_other_verdicts(tmp_path, wr
     bad = write(cfg({"id": "p0", "mechanism": {"peer": "diffprivlib_median"}, "pairs": "search",
                      "samples": [1000], "exact": False, "repeat": 0}))
     assert call(["validate", bad], capsys).returncode == 2
+
+
+def test_a_search_budget_too_small_for_its_pairs_is_a_config_error(tmp_path, write, capsys):
+    # checked by validate and before any run folder exists (it used to fail at run time, exit 1)
+    path = write(cfg({"id": "s", "mechanism": {"registry": "exponential", "example": True}, "pairs": "search",
+                      "samples": [50, 100000], "exact": False},
+                     {"id": "t", "mechanism": {"suite": "statdp/SVT"}, "pairs": "suite", "samples": [40],
+                      "exact": False}))
+    before = files_under(tmp_path)
+    for cmd in (["validate", path], ["audit", path, "--out", str(tmp_path / "r")]):
+        proc = call(cmd, capsys)
+        assert_clean_error(proc, code=2, names=("audits[0].samples[0]", "too small to search", "audits[1].samples",
+                                                "give at least"), before=before, watch=tmp_path)
