@@ -225,6 +225,26 @@ def parse(raw: dict, ctx: Ctx) -> TopKSpec:
     )
     if not ctx.failed("epsilons", "table_epsilon") and spec.table_epsilon not in spec.epsilons:
         ctx.report("table_epsilon", f"must be one of the epsilons {list(spec.epsilons)}, got {spec.table_epsilon:g}")
+    if not ctx.failed("draws", "ks"):
+        # one cell draws `draws` selections of k indices at once: refuse what no sampler call can hold
+        from ...mechanisms.base import MAX_DRAWS
+
+        k_max = max(spec.ks)
+        if spec.draws * k_max > MAX_DRAWS:
+            ctx.report("draws", f"{spec.draws:,} draws of k = {k_max} indices need {spec.draws * k_max:,} values in one "
+                       f"sampler call (at most {MAX_DRAWS:,}: about {8 * spec.draws * k_max / 2**30:.3g} GiB); use at most "
+                       f"{MAX_DRAWS // k_max:,} draws")
+    if not ctx.failed("datasets", "ks"):
+        # a k above a dataset's number of candidates has no cell: say so instead of dropping it
+        for d in spec.datasets:
+            try:
+                n = d.counts().size
+            except (ImportError, KeyError, ValueError):
+                continue
+            for i, k in enumerate(spec.ks):
+                if k > n:
+                    ctx.report(f"ks[{i}]", f"k = {k} exceeds the {n} candidates of dataset {d.label!r} (a top-k "
+                               f"selects k distinct candidates); use k <= {n} or a larger dataset")
     return spec
 
 

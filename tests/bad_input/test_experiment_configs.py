@@ -277,3 +277,23 @@ def test_a_bad_epsilon_grid_is_one_mistake_not_a_reference_cascade(tmp_path):
         proc = run_cli("validate", str(p))
         assert proc.returncode == 2 and key in proc.stderr
         assert "reference." not in proc.stderr and "keys are epsilon values" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("changes, names", [
+    ({"ks": [1, 2000]}, ("ks[1]", "exceeds the 50 candidates", "'zipf'")),
+    ({"ks": [100, 2000]}, ("ks[0]", "ks[1]", "exceeds")),
+    ({"draws": "1e12", "ks": [1, 5]}, ("draws", "at most")),
+], ids=["one-k-too-large", "every-k-too-large", "draws-too-many"])
+def test_topk_checks_before_any_run(tmp_path, changes, names):
+    # a k above the candidates used to be dropped silently (or exit 3 with no reference to be
+    # outside of); draws that no sampler call can hold used to fail at run time
+    import yaml
+    from conftest import assert_clean_error, files_under, run_cli
+
+    cfg = {"experiment": "topk_utility", "name": "tk", "seed": 1, "datasets": [{"source": "zipf", "n": 50}],
+           "draws": 100, **changes}
+    p = tmp_path / "tk.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    before = files_under(tmp_path)
+    for cmd in (["validate", str(p)], ["run", str(p), "--out", str(tmp_path / "out")]):
+        assert_clean_error(run_cli(*cmd), code=2, names=names, before=before, watch=tmp_path)
