@@ -196,7 +196,7 @@ def _auditable(obj: Any, *, epsilon: Any, delta: Any, neighbours: str | None, ki
             raise TypeError("mechanism_or_fn must be a mechanism (an object with `claim` and `sample(data, size, rng)`) "
                             f"or a function fn(data, size, rng); got {type(obj).__name__} {obj!r:.60}")
         label = name or _name_of(obj)
-        mech = wrap(fn, epsilon=epsilon, delta=delta, neighbours=neighbours or "add_remove", kind=kind or "real",
+        mech = wrap(fn, epsilon=epsilon, delta=delta, neighbours=neighbours, kind=kind or "real",
                     sensitivity=sensitivity, name=label, attributes=attributes)
         target = f"<{label}>.sample" if has_sample else label
         return mech, _wrap_code(target, mech.claim, mech.kind, attributes)

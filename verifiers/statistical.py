@@ -518,7 +518,14 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
                               selection=selection, events=events, check_pair=False, sequential=sequential,
                               float_events=float_events), held)
     if check_pair:
-        check_neighbours(d1, d2, mechanism.claim)
+        try:
+            check_neighbours(d1, d2, mechanism.claim)
+        except ValueError as exc:
+            if getattr(mechanism, "neighbours_defaulted", False):
+                raise ValueError(f"{exc} (add_remove is the default relation of wrap: no neighbours= was given; "
+                                 "declare the relation your mechanism is calibrated for, e.g. neighbours='value')"
+                                 ) from None
+            raise
     fl = resolve_float_events(mechanism, float_events)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)

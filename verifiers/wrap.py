@@ -30,6 +30,8 @@ class WrappedMechanism:
     attributes: dict = field(default_factory=dict)
     #: Default of ``float_events`` in audits of this mechanism (:func:`verifiers.audit`).
     float_events: bool = False
+    #: True when ``wrap`` was given no ``neighbours`` and chose add_remove (said in pair errors).
+    neighbours_defaulted: bool = False
 
     def __getattr__(self, item: str) -> Any:
         # Declared attributes (e.g. lower/upper bounds, candidates) for the pair generators.
@@ -142,4 +144,5 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float |
     if not isinstance(float_events, (bool, np.bool_)):
         raise TypeError(f"float_events must be True or False, got {float_events!r}")
     return WrappedMechanism(fn=fn, claim=claim, kind=kind, name=name or getattr(fn, "__name__", "fn"),
-                            attributes=attrs, float_events=bool(float_events))
+                            attributes=attrs, float_events=bool(float_events),
+                            neighbours_defaulted=neighbours is None and privacy_map is None)

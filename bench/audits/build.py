@@ -310,7 +310,9 @@ def check(aset: AuditSet) -> None:
             try:
                 check_pair(d1, d2, mech.claim)
             except (ValueError, TypeError) as exc:
-                err(a, f"pairs[{j}]", f"{exc} (the mechanism declares {mech.claim.neighbours} neighbours"
+                default = (", the default: the config gives no neighbours key"
+                           if getattr(mech, "neighbours_defaulted", False) else "")
+                err(a, f"pairs[{j}]", f"{exc} (the mechanism declares {mech.claim.neighbours} neighbours{default}"
                     + (f", sensitivity {mech.claim.sensitivity:g}" if mech.claim.sensitivity is not None else "")
                     + ")")
                 continue

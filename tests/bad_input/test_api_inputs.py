@@ -235,3 +235,21 @@ def test_smooth_sensitivity_extreme_epsilon_has_a_law_without_overflow():
     assert np.all(np.isneginf(law.log_pdf(x)))
     lo, hi = law.atom_log_mass()
     assert lo == pytest.approx(np.log(0.5)) and np.isneginf(hi)
+
+
+def test_a_defaulted_relation_is_named_in_the_pair_error():
+    # wrap without neighbours= audits under add_remove: a pair that is not add_remove neighbours now
+    # says the relation was the default, not the user's choice
+    from dpharness import verifiers
+    from dpharness.testing import assert_dp
+
+    m = verifiers.wrap(lambda x, n, rng: x + rng.laplace(0, 1, n), epsilon=1.0)
+    assert m.neighbours_defaulted
+    with pytest.raises(ValueError, match="default relation of wrap: no neighbours= was given"):
+        verifiers.audit(m, 0.0, 1.0, samples=100)
+    with pytest.raises(ValueError, match="default relation of wrap"):
+        assert_dp(lambda x, n, rng: x + rng.laplace(0, 1, n), 0.0, 1.0, epsilon=1.0, budget=200, rng=0)
+    explicit = verifiers.wrap(lambda x, n, rng: x + rng.laplace(0, 1, n), epsilon=1.0, neighbours="add_remove")
+    with pytest.raises(ValueError) as info:
+        verifiers.audit(explicit, 0.0, 1.0, samples=100)
+    assert "default relation" not in str(info.value)
