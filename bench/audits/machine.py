@@ -148,8 +148,9 @@ def audit_document(res: Any, exit_code: int, config_path: str) -> dict[str, Any]
         run_manifest_doc = json.loads((Path(res.run_dir) / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         run_manifest_doc = None
+    not_judged = list(table.attrs.get("not_judged") or _report.unjudged(spec, table))
     if exit_code == 0:
-        message = "every audit behaved as expected"
+        message = _report.status_line([], not_judged)
     else:
         message = (f"{len(problems)} failure(s): " + "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")
                    if problems else f"{res.errors} task(s) failed")
@@ -157,7 +158,8 @@ def audit_document(res: Any, exit_code: int, config_path: str) -> dict[str, Any]
         "schema": SCHEMA,
         "verdict": verdict_block(exit_code, message, failures=problems, audits=len(spec.audits), rows=len(rows),
                                  rows_failed=sum(not r["passed"] for r in rows), tasks=res.n_tasks,
-                                 task_errors=res.errors, targets_judged=not capped),
+                                 task_errors=res.errors, targets_judged=not capped,
+                                 broken_not_judged=len(not_judged), not_judged=not_judged),
         "config": {"path": str(config_path), "name": cfg.name, "hash": cfg.hash, "seed": cfg.seed, "quick": cfg.quick,
                    "max_samples": spec.max_samples, "max_repeat": spec.max_repeat},
         "run_dir": str(res.run_dir),

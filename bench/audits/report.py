@@ -157,6 +157,36 @@ def judge(aset: AuditSet, results: pd.DataFrame, table: pd.DataFrame) -> list[st
     return problems
 
 
+def unjudged(aset: AuditSet, table: pd.DataFrame) -> list[str]:
+    """Positive controls (``expect: broken``) whose full budget was cut by ``--quick`` caps and that
+    went unflagged at the budget they ran: not judged (a capped run cannot say they are missed),
+    but never to be hidden behind "every audit behaved as expected"."""
+    capped = {a.id for aid, gone in aset.dropped for a in aset.audits
+              if gone and (a.id == aid or a.id.startswith(aid + ".")) and max(gone) > max(a.samples)}
+    out = []
+    for a in aset.audits:
+        if a.expect != "broken" or a.id not in capped:
+            continue
+        t = table[table["audit"] == a.id]
+        if t.empty:
+            continue
+        top = t[t["samples"] == t["samples"].max()].iloc[0]
+        if top["violations"] < top["repeats"]:
+            out.append(f"{a.id} ({top['violations']}/{top['repeats']} at {top['samples']} samples)")
+    return out
+
+
+def status_line(problems: list[str], not_judged: list[str]) -> str:
+    """The closing line: never "every audit behaved as expected" while capped controls went unflagged."""
+    if problems:
+        return ""
+    if not_judged:
+        return (f"every judged audit behaved as expected; NOT JUDGED: {len(not_judged)} broken "
+                f"entr{'y' if len(not_judged) == 1 else 'ies'} unflagged under the --quick caps (judged only at "
+                f"their full budget): {', '.join(not_judged)}")
+    return "every audit behaved as expected"
+
+
 def _fmt(x: Any) -> str:
     if isinstance(x, float):
         return "inf" if math.isinf(x) else f"{x:.3g}"
@@ -275,14 +305,14 @@ def compact(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def console_text(name: str, table: pd.DataFrame, targets: pd.DataFrame, problems: list[str],
-                 quick_note: str = "") -> str:
+                 quick_note: str = "", not_judged: list[str] | None = None) -> str:
     """What ``dpharness audit`` prints: the compact verdict table, the targets, the status."""
     lines = [format_text_table(compact(table), nd=3) if len(table) else "(no audit finished)"]
     if len(targets):
         lines += ["", "Targets:", format_text_table(targets[["target", "met", "measured"]])]
     if quick_note:
         lines += ["", quick_note]
-    lines += [""] + ([f"FAIL: {p}" for p in problems] if problems else ["every audit behaved as expected"])
+    lines += [""] + ([f"FAIL: {p}" for p in problems] if problems else [status_line(problems, not_judged or [])])
     return "\n".join(lines)
 
 
@@ -305,7 +335,7 @@ def report_markdown(name: str, description: str, seed: int, aset: AuditSet, resu
                             "exact_max_delta", "exact_violated", "exact_pair", "exact_message") if c in ex.columns]
         lines += ["## Exact mode over every generated pair", "", to_markdown(ex[cols], nd=4), ""]
     lines += ["## Status", ""]
-    lines += ([f"- FAIL: {p}" for p in problems] if problems else ["- every audit behaved as expected"])
+    lines += ([f"- FAIL: {p}" for p in problems] if problems else [f"- {status_line(problems, unjudged(aset, table))}"])
     lines += ["", "## Witnesses (largest budget, first repeat)", ""]
     for aid, g in ok.groupby("audit", sort=False):
         r = g[g["samples"] == g["samples"].max()].iloc[0]

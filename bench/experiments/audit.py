@@ -92,8 +92,9 @@ def summarize(spec: AuditSet, results: pd.DataFrame) -> Summary:
         caps = ", ".join(f"{k} {v}" for k, v in (("max_samples", spec.max_samples), ("max_repeat", spec.max_repeat))
                          if v is not None)
         note = f"caps applied ({caps}): targets are reported, not judged"
-    table.attrs.update(targets=targets, problems=problems, wall_seconds=wall)
-    return Summary(table, _report.console_text("", table, targets, problems, note), not problems)
+    not_judged = _report.unjudged(spec, table)
+    table.attrs.update(targets=targets, problems=problems, wall_seconds=wall, not_judged=not_judged)
+    return Summary(table, _report.console_text("", table, targets, problems, note, not_judged), not problems)
 
 
 def plot(spec: AuditSet, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
