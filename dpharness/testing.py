@@ -43,6 +43,8 @@ __all__ = [
     "assert_dp",
     "assert_no_regression",
     "DPViolation",
+    "DPUnderpowered",
+    "WEAK_FACTOR",
     "AccuracyRegression",
     "DPAudit",
     "DEFAULT_BUDGET",
@@ -62,6 +64,15 @@ MIN_BUDGET = 16
 class DPViolation(AssertionError):
     """A certified violation of the claimed privacy: ``verdict`` holds the :class:`verifiers.Verdict`
     (its ``witness`` the pair, event, counts and seed)."""
+
+    def __init__(self, message: str, verdict: Any = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
+class DPUnderpowered(AssertionError):
+    """Under ``--dp-strict``: an audit passed, but its budget could not have detected a privacy loss of
+    :data:`WEAK_FACTOR` times the claim (``verdict`` holds what it could detect)."""
 
     def __init__(self, message: str, verdict: Any = None) -> None:
         super().__init__(message)
@@ -89,6 +100,9 @@ class _Session:
     scale_given: bool = False
     item: Any = None
     records: list = field(default_factory=list)
+    strict: bool = False
+    #: assert_dp calls without rng so far, per test (their seeds are derived from the session seed)
+    calls: dict = field(default_factory=dict)
 
 
 _SESSIONS: list[_Session] = []
@@ -306,7 +320,8 @@ def _replay(v: Any, built: str, nodeid: str | None, origin: str, session: _Sessi
                        f"pass rng={w.seed} to assert_dp")
     d1, d2, ev = _data_code(w.d1), _data_code(w.d2), _event_code(w.event)
     call = (f"verifiers.audit(mech, {d1 or 'd1'}, {d2 or 'd2'}, samples={w.samples}, "
-            f"event={ev or 'verdict.witness.event'}, direction={w.direction!r}, rng={w.seed})")
+            f"event={ev or 'verdict.witness.event'}, direction={w.direction!r}, rng={w.seed}, "
+            f"alpha={v.alpha!r})")
     how = ("on the same certification draws" if v.pairs_tried == 1
            else "on fresh draws: the search certified it on draws keyed by the pair's index")
     out += [f"replay in Python (certifies the witness event again, {how}):",
@@ -462,6 +477,15 @@ def _assert_dp(mechanism_or_fn: Any, d1: Any, d2: Any, *, epsilon: Any, delta: A
     total = _check_budget(budget)
     scale = _scale_of(budget_scale)
     scaled = max(MIN_BUDGET, int(round(total * scale)))
+    session = _active()
+    if origin is None and rng is None and session is not None and session.item is not None:
+        # in pytest without rng: a seed derived from the session seed, the test id and the call's index,
+        # so `pytest NODEID --dp-seed SEED` replays the failure exactly (as the dp_audit fixture does)
+        nid = session.item.nodeid
+        index = session.calls.get(nid, 0)
+        session.calls[nid] = index + 1
+        rng = _derive(session.seed, nid + "#assert_dp", index)
+        origin = "session"
     if origin is None:
         origin = "fresh" if rng is None else ("fixed" if isinstance(rng, (numbers.Integral,)) else "other")
     seed = seed_of(rng)
@@ -469,14 +493,39 @@ def _assert_dp(mechanism_or_fn: Any, d1: Any, d2: Any, *, epsilon: Any, delta: A
         v = search(mech, budget=scaled, alpha=alpha, rng=seed, **options)
     else:
         v = audit(mech, d1, d2, samples=scaled // 2, alpha=alpha, rng=seed, **options)
-    session = _active()
     label = name or _name_of(mechanism_or_fn)
     _record_audit(session, v, label, seed)
     if v.violated:
         nodeid = session.item.nodeid if session is not None and session.item is not None else None
         raise DPViolation(_violation_message(v, label=label, built=built, nodeid=nodeid, origin=origin,
                                              session=session, total=total, scale=scale, scaled=scaled), verdict=v)
+    weak = _underpowered(v, total, scale, scaled)
+    if weak is not None:
+        if session is not None and session.item is not None:
+            session.item.user_properties.append(("dp_underpowered", weak))
+            session.item.add_report_section("call", "dpharness", f"WARNING: {weak}\n")
+            session.records.append((session.item.nodeid, f"WARNING {label}: {weak}"))
+        if session is not None and session.strict:
+            raise DPUnderpowered(f"dpharness (--dp-strict): {label}: {weak}", verdict=v)
     return v
+
+
+#: An audit that passes is said to be underpowered when the smallest loss its budget detects (on an
+#: event of moderate probability, ``Verdict.detectable_epsilon``) exceeds this multiple of the claimed
+#: epsilon: then a mechanism off by this factor -- an exponential mechanism missing its factor 2,
+#: Laplace noise for half the sensitivity -- would pass too.
+WEAK_FACTOR = 2.0
+
+
+def _underpowered(v: Any, total: int, scale: float, scaled: int) -> str | None:
+    eps = float(v.epsilon_claimed)
+    det = float(v.detectable_epsilon)
+    if not det > WEAK_FACTOR * eps:
+        return None
+    det_s = "no loss at all" if math.isinf(det) else f"a loss above {det:.3g}"
+    return (f"underpowered audit: at this budget ({_budget_text(total, scale, scaled)}) it detects only {det_s}, "
+            f"more than {WEAK_FACTOR:g} x the claimed epsilon {eps:g}, so a mechanism off by a factor "
+            f"{WEAK_FACTOR:g} would pass too; raise budget= or --dp-budget (--dp-strict makes this a failure)")
 
 
 def assert_no_regression(new_results: Any, baseline_dir: Any, *, alpha: float = 0.01, tolerance: float = 0.05,
@@ -601,6 +650,9 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--dp-budget", dest="dp_budget", type=_scale_arg, default=None, metavar="FACTOR",
                     help="multiply the budget (mechanism calls) of every dpharness audit, e.g. 0.1 for a quick "
                          "CI pass, 10 locally (default 1)")
+    group.addoption("--dp-strict", dest="dp_strict", action="store_true", default=False,
+                    help="fail an audit that passes with a budget too small to detect twice its claimed epsilon "
+                         "(without it: a WARNING in the test report and the dpharness summary)")
 
 
 def pytest_configure(config: Any) -> None:
@@ -612,7 +664,8 @@ def pytest_configure(config: Any) -> None:
     if seed is None and isinstance(worker, dict) and "dpharness_seed" in worker:
         seed = int(worker["dpharness_seed"])
     s = _Session(seed=secrets.randbits(32) if seed is None else int(seed), scale=1.0 if scale is None else float(scale),
-                 seed_given=config.getoption("dp_seed", None) is not None, scale_given=scale is not None)
+                 seed_given=config.getoption("dp_seed", None) is not None, scale_given=scale is not None,
+                 strict=bool(config.getoption("dp_strict", False)))
     config._dpharness_session = s
     _SESSIONS.append(s)
 

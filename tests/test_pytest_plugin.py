@@ -281,10 +281,11 @@ def test_assert_dp_flags_broken_mechanism_with_replayable_witness():
     msg = str(info.value)
     assert "claimed 0.5-DP (value neighbours)" in msg and "seed:    7" in msg
     call = msg.splitlines()[-1].strip()
-    assert call.startswith("verifiers.audit(mech, 0.0, 1.0, samples=") and call.endswith("rng=7)")
+    assert call.startswith("verifiers.audit(mech, 0.0, 1.0, samples=") and call.endswith(f"rng=7, alpha={v.alpha!r})")
     from dpharness import verifiers
     again = eval(call, {"verifiers": verifiers, "math": math, "mech": m})
-    assert again.violated and again.witness.counts == v.witness.counts
+    # the replay line carries alpha: the same draws *and* the same bound
+    assert again.violated and again.witness.counts == v.witness.counts and again.epsilon_lower == v.epsilon_lower
 
 
 def test_assert_dp_audits_the_claim_passed_not_the_declared_one():
@@ -418,3 +419,55 @@ def test_assert_no_regression_unusable_input_is_not_a_regression(tmp_path):
     with pytest.raises(RegressionInputError) as info:
         testing.assert_no_regression(tmp_path / "missing", BASELINES / "regress_private_mode")
     assert not isinstance(info.value, AssertionError)
+
+
+NO_RNG_TESTS = '''\
+from dpharness.testing import assert_dp
+
+from mydp import Laplace, broken_laplace
+
+
+def test_broken_without_rng():
+    assert_dp(broken_laplace, 0.0, 1.0, epsilon=0.5, neighbours="value", sensitivity=1.0, budget={budget},
+              events="thresholds")
+
+
+def test_weak_budget():
+    assert_dp(Laplace(1.0), 0.0, 1.0, epsilon=1.0, budget=400, alpha={alpha}, rng=3)
+'''
+
+
+@pytest.fixture(scope="module")
+def no_rng_project(tmp_path_factory):
+    proj = _project(tmp_path_factory.mktemp("norng"))
+    (proj / "tests" / "test_mydp.py").write_text(NO_RNG_TESTS.format(budget=2 * BROKEN_SAMPLES, alpha=ALPHA_CORRECT))
+    return proj
+
+
+def test_assert_dp_without_rng_replays_from_the_printed_command(no_rng_project):
+    # without rng, assert_dp in pytest derives its seed from the session seed and the test id: the
+    # printed `pytest NODEID --dp-seed SEED` reproduces the failure exactly
+    assert _broken_power() >= MIN_POWER
+    proc = _pytest(no_rng_project, "tests", "--dp-seed", str(SEED))
+    out = proc.stdout
+    m = re.search(r"_+ test_broken_without_rng _+\n(.*?)\n(?:=+ |-+ Captured)", out, re.S)
+    assert m, out
+    block = m.group(1)
+    assert "not reproducible" not in block
+    cmd = re.search(r"replay in pytest:  pytest (\S+) --dp-seed (\d+)", block)
+    assert cmd and cmd.group(2) == str(SEED), block
+    again = _pytest(no_rng_project, cmd.group(1), "--dp-seed", cmd.group(2))
+    assert again.returncode == 1
+    counts = re.search(r"counts:  .*", block).group(0)
+    assert counts in again.stdout
+
+
+def test_underpowered_audit_warns_and_fails_under_dp_strict(no_rng_project):
+    # 400 calls cannot detect a loss of 2 x epsilon: the pass says so (report and summary), and
+    # --dp-strict turns it into a failure
+    proc = _pytest(no_rng_project, "tests/test_mydp.py::test_weak_budget", "--dp-seed", str(SEED))
+    assert proc.returncode == 0, proc.stdout
+    assert "WARNING test_weak_budget" not in proc.stdout  # the record names the mechanism, not the test
+    assert "WARNING Laplace: underpowered audit" in proc.stdout, proc.stdout
+    strict = _pytest(no_rng_project, "tests/test_mydp.py::test_weak_budget", "--dp-seed", str(SEED), "--dp-strict")
+    assert strict.returncode == 1 and "DPUnderpowered" in strict.stdout and "--dp-strict" in strict.stdout
