@@ -101,6 +101,7 @@ class _Session:
     item: Any = None
     records: list = field(default_factory=list)
     strict: bool = False
+    jobs: int | None = None  # --dp-jobs: workers drawing each audit's samples
     #: assert_dp calls without rng so far, per test (their seeds are derived from the session seed)
     calls: dict = field(default_factory=dict)
 
@@ -117,6 +118,16 @@ def _derive(seed: int, nodeid: str, index: int) -> int:
     ``seed``: a function of these three only, so ``--dp-seed`` replays a test in any order or alone."""
     h = hashlib.sha256(f"dpharness.testing:{seed}:{nodeid}:{index}".encode()).digest()
     return int.from_bytes(h[:8], "big") >> 1
+
+
+def _jobs_arg(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1 and v != -1:
+        raise argparse.ArgumentTypeError(f"--dp-jobs must be a positive number of workers or -1 (every core), got {text!r}")
+    return v
 
 
 def _seed_arg(text: str) -> int:
@@ -489,6 +500,8 @@ def _assert_dp(mechanism_or_fn: Any, d1: Any, d2: Any, *, epsilon: Any, delta: A
     if origin is None:
         origin = "fresh" if rng is None else ("fixed" if isinstance(rng, (numbers.Integral,)) else "other")
     seed = seed_of(rng)
+    if session is not None and session.jobs is not None and "jobs" not in options:
+        options = {**options, "jobs": session.jobs}
     if d1 is None:
         v = search(mech, budget=scaled, alpha=alpha, rng=seed, **options)
     else:
@@ -650,6 +663,9 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--dp-budget", dest="dp_budget", type=_scale_arg, default=None, metavar="FACTOR",
                     help="multiply the budget (mechanism calls) of every dpharness audit, e.g. 0.1 for a quick "
                          "CI pass, 10 locally (default 1)")
+    group.addoption("--dp-jobs", dest="dp_jobs", type=_jobs_arg, default=None, metavar="N",
+                    help="draw every audit's samples on N worker processes (-1: every core); verdicts are the same "
+                         "for every N >= 1 (default: one stream per role, in the test's process)")
     group.addoption("--dp-strict", dest="dp_strict", action="store_true", default=False,
                     help="fail an audit that passes with a budget too small to detect twice its claimed epsilon "
                          "(without it: a WARNING in the test report and the dpharness summary)")
@@ -665,7 +681,7 @@ def pytest_configure(config: Any) -> None:
         seed = int(worker["dpharness_seed"])
     s = _Session(seed=secrets.randbits(32) if seed is None else int(seed), scale=1.0 if scale is None else float(scale),
                  seed_given=config.getoption("dp_seed", None) is not None, scale_given=scale is not None,
-                 strict=bool(config.getoption("dp_strict", False)))
+                 strict=bool(config.getoption("dp_strict", False)), jobs=config.getoption("dp_jobs", None))
     config._dpharness_session = s
     _SESSIONS.append(s)
 

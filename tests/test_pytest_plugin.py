@@ -471,3 +471,16 @@ def test_underpowered_audit_warns_and_fails_under_dp_strict(no_rng_project):
     assert "WARNING Laplace: underpowered audit" in proc.stdout, proc.stdout
     strict = _pytest(no_rng_project, "tests/test_mydp.py::test_weak_budget", "--dp-seed", str(SEED), "--dp-strict")
     assert strict.returncode == 1 and "DPUnderpowered" in strict.stdout and "--dp-strict" in strict.stdout
+
+
+def test_dp_jobs_spreads_the_draws_and_keeps_the_verdict(no_rng_project):
+    # --dp-jobs N: every audit's draws on N workers, the same counts for every N >= 1
+    node = "tests/test_mydp.py::test_broken_without_rng"
+    runs = [_pytest(no_rng_project, node, "--dp-seed", str(SEED), "--dp-jobs", j) for j in ("1", "2")]
+    counts = []
+    for r in runs:
+        assert r.returncode == 1, r.stdout
+        counts.append(re.search(r"counts:  .*", r.stdout).group(0))
+    assert counts[0] == counts[1]
+    bad = _pytest(no_rng_project, node, "--dp-jobs", "0")
+    assert bad.returncode != 0 and "--dp-jobs must be" in bad.stderr

@@ -25,6 +25,7 @@ from .claims import annotate, at_pair, pairs_for
 from .neighbours import merge_swaps
 from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, check_selection, draw,
                           is_finite, resolve_float_events, seed_of, stream, SEQUENTIAL, check_sequential)
+from .parallel import active, sample_draws, sample_draws_pair, sampling
 from .verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
@@ -35,7 +36,8 @@ DEFAULT_SEARCH_SELECTION = 0.4
 
 def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float = 0.05, rng: Any = None,
            selection: float = DEFAULT_SEARCH_SELECTION, sequential: bool = False,
-           float_events: bool | None = None) -> Verdict:
+           float_events: bool | None = None, jobs: int | None = None, backend: str | None = None,
+           scheduler: str | None = None) -> Verdict:
     """Search neighbouring pairs for a privacy violation and certify the best witness.
 
     Parameters
@@ -65,6 +67,8 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     float_events
         Also search events on the bit patterns of real outputs (see :func:`verifiers.audit`);
         None: the mechanism's own default.
+    jobs, backend, scheduler
+        Draw on several workers, bit-identically for any number of them (see :func:`verifiers.audit`).
 
     Returns
     -------
@@ -77,6 +81,10 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     check_selection(selection)
     sequential = check_sequential(sequential)
     fl = resolve_float_events(mechanism, float_events)
+    if jobs is not None or backend is not None or scheduler is not None:
+        with sampling(jobs, backend, scheduler):
+            return search(mechanism, generator=generator, budget=budget, alpha=alpha, rng=rng, selection=selection,
+                          sequential=sequential, float_events=float_events)
     listed = pairs_for(mechanism, generator)
     skipped: list[dict] = list(getattr(listed, "skipped", []))
     # (d1, d2) and (d2, d1) are one test (every event is scored in both directions): search it once
@@ -114,10 +122,17 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
         for j in list(alive):
             a, b = ys[j]
             try:
-                a.append(draw(mechanism, pairs[j].d1, m, stream(seed, j, SELECT, 0, r)))
-                spent += m
-                b.append(draw(mechanism, pairs[j].d2, m, stream(seed, j, SELECT, 1, r)))
-                spent += m
+                if active() is None:  # one stream per role, as always
+                    a.append(sample_draws(mechanism, pairs[j].d1, m, seed, (j, SELECT, 0, r)))
+                    spent += m
+                    b.append(sample_draws(mechanism, pairs[j].d2, m, seed, (j, SELECT, 1, r)))
+                    spent += m
+                else:  # both datasets' chunks on the workers at once
+                    y1, y2 = sample_draws_pair(mechanism, pairs[j].d1, pairs[j].d2, m, seed, (j, SELECT, 0, r),
+                                               (j, SELECT, 1, r))
+                    a.append(y1)
+                    b.append(y2)
+                    spent += 2 * m
             except Exception as exc:  # noqa: BLE001 - any failure of a generated pair is reported, not fatal
                 if not generated:
                     raise

@@ -68,6 +68,7 @@ from scipy.special import expit, ndtri
 
 from . import bounds
 from . import events as _events
+from . import parallel as _parallel
 from . import statistical as _st
 from .events import Event
 from .statistical import (CERTIFY, FIRST_CHUNK, SELECT, Choice, candidates_for, count_draws, detectable_epsilon, draw, is_finite,
@@ -577,9 +578,17 @@ def _pace(kn: float, kd: float, rows: float, delta: float, pi_c: float) -> float
 BATCH_SPLIT = 2**22
 
 
-def _batch(mechanism: Any, data: Any, n: int, rng: np.random.Generator, event: Event) -> tuple[int, np.ndarray]:
-    """Hits of ``event`` in ``n`` fresh draws, and the draws (or, for a batch above BATCH_SPLIT,
-    the first FIRST_CHUNK of them: all the pool can keep of it is its first rows anyway)."""
+def _batch(mechanism: Any, data: Any, n: int, seed: int, key: tuple, event: Event) -> tuple[int, np.ndarray]:
+    """Hits of ``event`` in ``n`` fresh draws (role ``key``), and the draws (or, for a batch above
+    BATCH_SPLIT, the first FIRST_CHUNK of them: all the pool can keep of it is its first rows)."""
+    if _parallel.active() is not None:  # keyed chunks on the sampler's workers (verifiers.parallel)
+        if n <= BATCH_SPLIT:
+            z = _parallel.sample_draws(mechanism, data, n, seed, key)
+            return event.count(z), z
+        head = _parallel.sample_draws(mechanism, data, FIRST_CHUNK, seed, (*key, 0))
+        return event.count(head) + _parallel.sample_count(mechanism, data, n - FIRST_CHUNK, seed, (*key, 1),
+                                                          event), head
+    rng = stream(seed, *key)
     if n <= BATCH_SPLIT:
         z = draw(mechanism, data, n, rng)
         return event.count(z), z
@@ -674,8 +683,8 @@ def sequential_certify(mechanism: Any, d1: Any, d2: Any, *, pool1: list[np.ndarr
         n = next_batch(n, budget - done, ep.log_e_claim, pace, ep.threshold, seen=n_sel + done,
                        progress=ep.log_e_claim - (trail_lm[half] if half >= 0 else 0.0), first_cert=first_cert,
                        growth=growth, budget=budget)
-        c1, z1 = _batch(mechanism, d1, n, stream(seed, *key, CERTIFY, 0, looks), ch.event)
-        c2, z2 = _batch(mechanism, d2, n, stream(seed, *key, CERTIFY, 1, looks), ch.event)
+        c1, z1 = _batch(mechanism, d1, n, seed, (*key, CERTIFY, 0, looks), ch.event)
+        c2, z2 = _batch(mechanism, d2, n, seed, (*key, CERTIFY, 1, looks), ch.event)
         kn, kd = (c1, c2) if ch.direction == "d1>d2" else (c2, c1)
         ep.update(kn, kd, n, w)
         if event is None:
@@ -750,8 +759,8 @@ def sequential_audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: f
     budget = samples - n_sel
     if budget < 1:
         raise ValueError(f"samples={samples} leaves no certification draws after {n_sel} selection draws")
-    y1 = draw(mechanism, d1, n_sel, stream(seed, 0, SELECT, 0))
-    y2 = draw(mechanism, d2, n_sel, stream(seed, 0, SELECT, 1))
+    y1 = _parallel.sample_draws(mechanism, d1, n_sel, seed, (0, SELECT, 0))
+    y2 = _parallel.sample_draws(mechanism, d2, n_sel, seed, (0, SELECT, 1))
     return sequential_certify(mechanism, d1, d2, pool1=[y1], pool2=[y2], budget=budget, alpha=alpha, seed=seed,
                               key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, events=events,
                               float_events=float_events)

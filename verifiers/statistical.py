@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 
 from ..mechanisms.contracts import check_auditable
-from ..mechanisms.contracts import is_finite as _declares_finite
 from . import bounds
 from .events import Candidates, Event, concat, finite_candidates, float_candidates, real_candidates, vector_candidates
 from .events.core import _K
+from .draws import CERTIFY, CHUNK_BYTES, FIRST_CHUNK, SELECT, count_draws, draw, is_finite, seed_of, stream
+from .parallel import sample_count_pair, sample_draws_pair
 from .verdict import Verdict, Witness, summarize
 
 __all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
@@ -49,93 +50,6 @@ __all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTION
 DEFAULT_SELECTION = 0.3
 #: Grid of alpha splits (share of alpha given to the numerator's lower bound).
 ALPHA_SPLITS = np.round(np.arange(0.05, 0.951, 0.05), 2)
-
-
-# --------------------------------------------------------------------------------------------
-# seeds and sampling
-
-def seed_of(rng: Any) -> int:
-    """An integer seed that reproduces this audit: ints are kept, Generators give one draw,
-    ``None`` gives fresh OS entropy, a SeedSequence its entropy (when it has no spawn key)."""
-    if rng is None:
-        return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
-    if isinstance(rng, (numbers.Integral, np.integer)) and not isinstance(rng, bool):
-        if int(rng) < 0:
-            raise ValueError(f"rng must be a non-negative seed, a Generator or None, got {rng!r}")
-        return int(rng)
-    if isinstance(rng, np.random.Generator):
-        return int(rng.integers(0, 2**63 - 1))
-    if isinstance(rng, np.random.SeedSequence) and not rng.spawn_key:
-        return int(rng.entropy)  # type: ignore[arg-type]
-    if isinstance(rng, np.random.SeedSequence):
-        return int(rng.generate_state(2, np.uint64).astype(object).dot([1, 2**64]))
-    raise ValueError(f"rng must be None, a non-negative int, a SeedSequence or a numpy Generator, got {rng!r}")
-
-
-def stream(seed: int, *key: int) -> np.random.Generator:
-    """The Generator for one role of an audit (e.g. (pair, phase, side)), keyed, not positional."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(int(k) for k in key)))
-
-
-SELECT, CERTIFY = 0, 1
-
-
-#: Largest block of outputs held in memory at once while counting certification draws (bytes);
-#: e.g. 10^7 draws of a 20-coordinate float output are counted in blocks of ~400,000 rows.
-CHUNK_BYTES = 64 * 2**20
-#: Rows of the first block, which tells the row width (later blocks are sized from it).
-FIRST_CHUNK = 4096
-
-
-def draw(mechanism: Any, data: Any, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` outputs of ``mechanism`` on ``data``, sample axis first: shape ``(n,)`` for scalar
-    outputs, ``(n, d)`` for structured ones (an output of shape ``(d1, d2, ...)`` is flattened
-    to one row of ``d = d1 * d2 * ...`` coordinates; each row is one draw).
-
-    NaN and +-inf are legal outputs, scalar or in rows: NaN is one atom ("no answer", e.g. sparse
-    vector's bottom, or a release that failed on one dataset only), so a release that is NaN under
-    one dataset and a number under the other is a support violation, not an error."""
-    out = np.asarray(mechanism.sample(data, size=n, rng=rng))
-    if out.ndim == 0 or out.shape[0] != n:
-        raise ValueError(
-            f"mechanism.sample(data, size={n}) must return {n} outputs with the sample axis first "
-            f"(shape ({n},) or ({n}, ...)), got shape {out.shape}")
-    if out.ndim >= 2:
-        width = int(np.prod(out.shape[1:]))
-        out = out.reshape(n) if width == 1 else out.reshape(n, width)
-    if not is_finite(mechanism) and out.dtype.kind not in "biuf":
-        first = out.reshape(-1)[0] if out.size else None
-        raise TypeError(
-            f"mechanism.sample returned {out.dtype} outputs (first: {first!r}); a real-valued mechanism "
-            "(kind='real') must return numbers. Outputs from a finite set of labels need kind='finite' "
-            "(e.g. verifiers.wrap(fn, ..., kind='finite'))")
-    return out
-
-
-def count_draws(mechanism: Any, data: Any, n: int, rng: np.random.Generator, event: Event,
-                chunk_bytes: int | None = None) -> int:
-    """Number of ``n`` fresh draws that fall in ``event``, drawn in blocks of bounded memory.
-
-    The blocks are taken one after the other from the same Generator, so for a mechanism whose
-    draws are i.i.d. per row of one array (numpy's samplers fill arrays in order) the draws are
-    exactly those of one batch; either way the count is exactly Binomial(n, P[event]).
-    """
-    limit = CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
-    done, hits = 0, 0
-    step = min(n, FIRST_CHUNK)
-    while done < n:
-        m = min(step, n - done)
-        y = draw(mechanism, data, m, rng)
-        hits += event.count(y)
-        done += m
-        row_bytes = max(1, y.itemsize * (int(np.prod(y.shape[1:])) if y.ndim > 1 else 1))
-        step = max(1, limit // row_bytes)
-    return hits
-
-
-def is_finite(mechanism: Any) -> bool:
-    """True when the mechanism declares finite outputs (:func:`mechanisms.contracts.is_finite`)."""
-    return _declares_finite(mechanism)
 
 
 #: Accepted values of ``direction`` (None: both, Bonferroni).
@@ -385,8 +299,7 @@ def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: E
     eps_c, dl_c = float(claim.epsilon), float(claim.delta)
     sizes = stream(seed, *key, CERTIFY, 2).poisson(n_cert, size=2)
     n1, n2 = int(sizes[0]), int(sizes[1])
-    k1 = count_draws(mechanism, d1, n1, stream(seed, *key, CERTIFY, 0), event) if n1 else 0
-    k2 = count_draws(mechanism, d2, n2, stream(seed, *key, CERTIFY, 1), event) if n2 else 0
+    k1, k2 = sample_count_pair(mechanism, d1, d2, n1, n2, seed, (*key, CERTIFY, 0), (*key, CERTIFY, 1), event)
     num, den = (k1, k2) if direction == "d1>d2" else (k2, k1)
     lam = float(n_cert)
     if dl_c == 0.0:
@@ -448,7 +361,8 @@ def check_selection(selection: Any, name: str = "selection") -> float:
 def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05, rng: Any = None,
           event: Event | None = None, direction: str | None = None,
           selection: float = DEFAULT_SELECTION, events: str = "all", check_pair: bool = True,
-          sequential: bool = False, float_events: bool | None = None) -> Verdict:
+          sequential: bool = False, float_events: bool | None = None, jobs: int | None = None,
+          backend: str | None = None, scheduler: str | None = None) -> Verdict:
     """Certified lower bound on the privacy loss of ``mechanism`` between ``d1`` and ``d2``.
 
     Parameters
@@ -488,6 +402,13 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         lowest set bit puts them in, per binade and sign: :mod:`verifiers.events.floats`), which
         catch floating-point leaks no event on the real value can see. None (default): the
         mechanism's own ``float_events`` attribute (True for library adapters, else False).
+    jobs, backend, scheduler
+        Draw the samples on ``jobs`` workers (-1: every core) of ``backend`` (``"loky"`` processes,
+        the default; ``"threading"``; ``"dask"``, a local cluster or the one at ``scheduler``):
+        every keyed batch is cut into chunks whose sizes depend on the batch alone, each with its
+        own keyed Generator, so the verdict is bit-identical for every ``jobs``, backend and
+        scheduler (:mod:`verifiers.parallel`, which also says what the mechanism needs to pickle).
+        ``jobs=None`` (default): one Generator per role, in this process.
 
     Returns
     -------
@@ -510,6 +431,13 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         raise TypeError(f"event must be a verifiers.Event or None, got {type(event).__name__} {event!r}")
     if not isinstance(check_pair, (bool, np.bool_)):
         raise TypeError(f"check_pair must be True or False, got {check_pair!r}")
+    if jobs is not None or backend is not None or scheduler is not None:
+        from .parallel import sampling
+
+        with sampling(jobs, backend, scheduler):
+            return audit(mechanism, d1, d2, samples=samples, alpha=alpha, rng=rng, event=event, direction=direction,
+                         selection=selection, events=events, check_pair=check_pair, sequential=sequential,
+                         float_events=float_events)
     from .claims import annotate, at_pair, is_map_claim
 
     if is_map_claim(mechanism.claim):  # a privacy map: held to the map at this pair's distance (verifiers.claims)
@@ -549,8 +477,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     if n_cert < 1:
         raise ValueError(f"samples={samples} leaves no certification draws at selection={selection}")
     finite = is_finite(mechanism)
-    y1 = draw(mechanism, d1, n_sel, stream(seed, 0, SELECT, 0))
-    y2 = draw(mechanism, d2, n_sel, stream(seed, 0, SELECT, 1))
+    y1, y2 = sample_draws_pair(mechanism, d1, d2, n_sel, seed, (0, SELECT, 0), (0, SELECT, 1))
     ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=events,
                      float_events=fl, epsilon=float(mechanism.claim.epsilon))
     a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)

@@ -371,7 +371,7 @@ def test_large_certification_batches_are_drawn_in_blocks(monkeypatch):
     # call) must not stop a sequential audit: batches above BATCH_SPLIT are drawn and counted in
     # blocks of bounded memory. Scaled down here: the sampler refuses more than 20,000 draws.
     from dpharness.verifiers import sequential as seq
-    from dpharness.verifiers import statistical as st
+    from dpharness.verifiers import draws
 
     calls = []
 
@@ -383,7 +383,7 @@ def test_large_certification_batches_are_drawn_in_blocks(monkeypatch):
 
     m = verifiers.wrap(fn, epsilon=1.0, neighbours="value")
     monkeypatch.setattr(seq, "BATCH_SPLIT", 20_000)
-    monkeypatch.setattr(st, "CHUNK_BYTES", 20_000 * 8)
+    monkeypatch.setattr(draws, "CHUNK_BYTES", 20_000 * 8)
     v = verifiers.audit(m, 0.0, 1.0, samples=400_000, alpha=1e-3, rng=5, sequential=True)
     assert not v.violated and v.extra["draws_per_dataset"] == 400_000
     assert max(calls) <= 20_000 and sum(calls) == 2 * 400_000

@@ -16,7 +16,7 @@ from scipy import stats
 
 from dpharness import verifiers
 from dpharness.mechanisms.base import PrivacyClaim
-from dpharness.verifiers import events, power, projection, statistical, zoo, zoo_vectors
+from dpharness.verifiers import draws, events, power, projection, statistical, zoo, zoo_vectors
 from dpharness.verifiers.events import Event
 
 STRUCTURED = zoo.available(structured=True)
@@ -211,8 +211,8 @@ def test_chunked_certification_gives_the_same_verdict(monkeypatch):
     m = zoo.make("noisy_histogram_half_noise")
     w = m.witness()
     one = verifiers.audit(m, w.d1, w.d2, samples=20000, rng=4)
-    monkeypatch.setattr(statistical, "CHUNK_BYTES", 4 * 8 * 100)  # blocks of 100 rows of 4 floats
-    monkeypatch.setattr(statistical, "FIRST_CHUNK", 100)
+    monkeypatch.setattr(draws, "CHUNK_BYTES", 4 * 8 * 100)  # blocks of 100 rows of 4 floats
+    monkeypatch.setattr(draws, "FIRST_CHUNK", 100)
     chunked = verifiers.audit(m, w.d1, w.d2, samples=20000, rng=4)
     assert chunked.epsilon_lower == one.epsilon_lower and chunked.witness.counts == one.witness.counts
 
