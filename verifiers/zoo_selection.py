@@ -1,4 +1,4 @@
-"""Zoo entries for the exponential-mechanism family beyond one output (issue 13, item 3): JointExp
+"""Zoo entries for the exponential-mechanism family beyond one output : JointExp
 (many quantiles at once, vector outputs) and top-k selection (label rows), each a broken twin of a
 registered mechanism beside that mechanism wrapped as its correct twin. See :mod:`verifiers.zoo`.
 

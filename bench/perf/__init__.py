@@ -5,7 +5,7 @@
 figure. Absolute times on a shared machine are noise, so every number that matters is a *ratio*
 computed pairwise inside one repetition (:mod:`.timing`).
 
-Sections (see issue 8), one module each:
+Sections, one module each:
 
 * ``median``   -- :mod:`.medians`: median mechanisms against ``np.partition`` / ``np.sort`` and
   peer medians;

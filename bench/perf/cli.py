@@ -10,7 +10,7 @@ Exit codes: 0 the benchmark ran and its results were written (and the gate, if a
 bad input (an option value, a ``--json`` path that cannot be written, a ``--baseline`` that is not
 a usable earlier run -- one message, nothing timed, nothing written); 1 a significant slowdown
 against ``--baseline`` (the JSON is written, with the gate's verdict), or the results could not be
-written after the run (disk full); 130 interrupted (nothing written). Issue 8's median goal is
+written after the run (disk full); 130 interrupted (nothing written). The median speed goal is
 reported, not gated.
 """
 

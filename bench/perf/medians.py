@@ -4,7 +4,7 @@ Median mechanisms (``duff_median``, ``smooth_sensitivity_median`` with Cauchy an
 noise, ``laplace_median_global``) run on one N(0, 1) dataset of n records, ``draws`` draws per
 call. Peer medians (diffprivlib, OpenDP, python-dp) release one value per call, so
 ``ratio_to_peer`` compares our ``draws`` releases with *one* peer release -- the conservative
-direction. Issue 8's goal (within 2x of ``np.partition`` at n = 1e7) is judged in :mod:`.report`.
+direction. The speed goal (within 2x of ``np.partition`` at n = 1e7) is judged in :mod:`.report`.
 """
 
 from __future__ import annotations

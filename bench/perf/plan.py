@@ -1,6 +1,6 @@
 """What one benchmark run measures: sections, sizes, repeats and time budgets (:class:`Plan`).
 
-``full_plan()`` is issue 8's protocol (n = 1e3..1e7, k = 10..1e5 at 1e6 draws, Table 1 at jobs 1
+``full_plan()`` is the full protocol (n = 1e3..1e7, k = 10..1e5 at 1e6 draws, Table 1 at jobs 1
 and 2); ``quick_plan()`` is the CI tier. A plan is checked when built, so a bad size or section
 name is a :class:`BenchInputError` naming the field before anything is timed.
 """
@@ -88,7 +88,7 @@ class Plan:
 
 
 def full_plan() -> Plan:
-    """Issue 8's sizes: n = 1e3..1e7, k = 10..1e5 at 1e6 draws, Table 1 at jobs 1 and 2.
+    """The full protocol's sizes: n = 1e3..1e7, k = 10..1e5 at 1e6 draws, Table 1 at jobs 1 and 2.
 
     Table 1 is repeated 3 times (a run takes ~1-3 s; one run on a shared machine is noise).
     """

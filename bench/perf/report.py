@@ -1,4 +1,4 @@
-"""Text of a benchmark run: the ratio table, issue 8's median goal, and the closing summary.
+"""Text of a benchmark run: the ratio table, the median speed goal, and the closing summary.
 
 Everything here reads the JSON document (rows, skipped, notes, environment) and returns text;
 nothing prints -- the CLI does. "Peer not installed" is said once, with the install hint once.
@@ -24,7 +24,7 @@ __all__ = [
     "median_goal",
 ]
 
-GOAL_RATIO = 2.0  # issue 8: every dpharness median within 2x of np.partition ...
+GOAL_RATIO = 2.0  # the speed goal: every dpharness median within 2x of np.partition ...
 GOAL_N = 10**7  # ... at n = 1e7 (at small n, fixed per-call costs dominate: not assessed there)
 #: the note run_bench records when a peer was skipped (the summary says the hint once instead)
 PEER_HINT_NOTE = f"some peers were skipped; {INSTALL_HINT}"
@@ -91,7 +91,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def median_goal(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Issue 8's goal at the largest median n: each median's ratio to np.partition (vs 2x)."""
+    """The speed goal at the largest median n: each median's ratio to np.partition (vs 2x)."""
     med = [r for r in rows if r["section"] == "median" and r["floor"] == "np.partition"
            and r["kind"] in ("dpharness", "peer") and r["ratio_to_floor"] is not None]
     if not med:

@@ -1,4 +1,4 @@
-"""Bad input to the Python API: mechanisms, their samplers and the verifier (issue 16).
+"""Bad input to the Python API: mechanisms, their samplers and the verifier.
 
 Every case calls the API in-process with one mistake and asserts a ``ValueError``/``TypeError``
 whose message names the argument at fault (and, where it matters, what would be accepted),
@@ -221,7 +221,7 @@ def test_bad_api_input_names_the_argument(call, exc, match):
 
 
 def test_corpus_size():
-    # issue 16 asks for at least 40 in-process cases across mechanisms and the verifier API
+    # at least 40 in-process cases across mechanisms and the verifier API
     assert len(MECHANISM_CASES) >= 40 and len(VERIFIER_CASES) >= 20
 
 

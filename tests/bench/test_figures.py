@@ -413,7 +413,7 @@ def test_textbook_figures_are_readable(name, tmp_path):
     assert_readable(_capture_run(ROOT / "configs" / f"{name}.yaml", tmp_path, quick=True))
 
 
-REPRODUCTIONS = ["pf_vs_em", "topk_utility"]  # issue 13: McKenna & Sheldon 2020; top-k at equal privacy
+REPRODUCTIONS = ["pf_vs_em", "topk_utility"]  # McKenna & Sheldon 2020; top-k at equal privacy
 
 
 @pytest.mark.parametrize("name", REPRODUCTIONS)

@@ -1,4 +1,4 @@
-"""Paper reproductions of issue 13: permute-and-flip vs the exponential mechanism (McKenna & Sheldon,
+"""Paper reproductions: permute-and-flip vs the exponential mechanism (McKenna & Sheldon,
 NeurIPS 2020) from exact laws, and top-k utility/recall at equal privacy (Monte Carlo, exact at
 k = 1). Exact quantities are checked against definitional twins; the quick tiers run through the
 runner and write their figures."""

@@ -1,4 +1,4 @@
-"""Duff median / quantile on discrete output domains (issue 9): ``domain="integers"`` and
+"""Duff median / quantile on discrete output domains: ``domain="integers"`` and
 ``domain="grid"`` with ``step``.
 
 What is checked: ties become an advantage (1,000 copies of 0 give the tie with probability computed

@@ -1,4 +1,4 @@
-"""Piecewise-linear utilities on discrete output domains (issue 9): geometric runs.
+"""Piecewise-linear utilities on discrete output domains: geometric runs.
 
 ``continuous_exponential(utility="linear", domain="integers"|"grid")`` and ``revenue_price`` with
 prices on a grid give laws whose runs are truncated geometrics (``GridRunsLaw`` with

@@ -1,4 +1,4 @@
-"""Property tests of every finite-output mechanism over extreme score vectors (issue 16).
+"""Property tests of every finite-output mechanism over extreme score vectors.
 
 For score vectors with wide ranges, many ties, -inf entries, magnitudes up to 1e12 and k up to
 10^6, and epsilon from 1e-6 to 1e3, the exact law (``log_prob``) must be a probability vector:
@@ -37,7 +37,7 @@ MECH_IDS = ("em", "rnm_laplace", "rnm_exponential", "rnm_gumbel", "pf")
 def _vec(name: str) -> np.ndarray:
     """The named extreme score vectors (deterministic)."""
     r = np.random.default_rng(20240516)
-    if name == "issue16":  # the vector of issue 16: NaN for one candidate at epsilon = 1
+    if name == "pf_nan":  # a vector that once gave NaN for one candidate at epsilon = 1
         return np.concatenate(([0.0], np.linspace(-71.0, -1000.0, 128)))
     if name == "single":
         return np.array([3.0])
@@ -70,7 +70,7 @@ def _vec(name: str) -> np.ndarray:
     raise KeyError(name)
 
 
-FAST_VECTORS = ("issue16", "single", "two_tiny_gap", "wide_1e12", "offset_1e12", "leader_far", "ties_3_levels",
+FAST_VECTORS = ("pf_nan", "single", "two_tiny_gap", "wide_1e12", "offset_1e12", "leader_far", "ties_3_levels",
                 "all_equal", "neg_inf", "normal_1e3", "integers_many_ties", "k129_distinct", "ties_1e6")
 #: Distinct scores at k = 10^5 (Laplace: ~2-3 s per call) and 10^6 (up to ~25 s per call).
 SLOW_VECTORS = ("distinct_1e5", "distinct_1e6")
@@ -116,9 +116,9 @@ def test_exact_law_is_a_probability_vector(name, kw, vector, eps):
     _check_law(mech, _vec(vector))
 
 
-def test_issue16_vector_has_a_law_and_samples_by_law():
-    """The score vector of issue 16: permute-and-flip and exponential-noise RNM gave NaN at eps = 1."""
-    u = _vec("issue16")
+def test_pf_nan_vector_has_a_law_and_samples_by_law():
+    """The score vector on which permute-and-flip and exponential-noise RNM once gave NaN at eps = 1."""
+    u = _vec("pf_nan")
     for name, kw in (("permute_and_flip", {}), ("report_noisy_max", {"noise": "exponential"})):
         mech = mechanisms.make(name, epsilon=1.0, sampler="law", **kw)
         lp = _check_law(mech, u)
@@ -131,7 +131,7 @@ def test_issue16_vector_has_a_law_and_samples_by_law():
 # Sampler versus law: chi-square goodness of fit
 # --------------------------------------------------------------------------------------------------
 
-SAMPLER_VECTORS = ("issue16", "two_tiny_gap", "wide_1e12", "offset_1e12", "leader_far", "ties_3_levels",
+SAMPLER_VECTORS = ("pf_nan", "two_tiny_gap", "wide_1e12", "offset_1e12", "leader_far", "ties_3_levels",
                    "neg_inf", "normal_1e3", "k129_distinct")
 SAMPLER_EPS = (1e-6, 1.0, 1e3)
 DRAWS = 20_000

@@ -1,4 +1,4 @@
-"""The public API of issue 5: audit, search, exact, wrap and the frozen Verdict."""
+"""The verifier's public API: audit, search, exact, wrap and the frozen Verdict."""
 
 import dataclasses
 import inspect
