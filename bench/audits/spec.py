@@ -6,6 +6,8 @@ common keys ``name``, ``seed``, ``description``, ``quick`` are read by :mod:`ben
     name: audit_zoo            # run folder name (default: the file's stem)
     seed: 20240601             # root seed; --seed overrides it
     alpha: 0.05                # family-wise error of every audit (each audit may override it)
+    family_alpha: 0.05         # or: one level for the whole config, split evenly over its audit tasks
+                               #   (audits x sample sizes x repeats of the tier that runs); not with alpha
     description: ...
     quick: {max_samples: 20000, max_repeat: 20}   # applied with --quick
     max_samples: 1000000       # optional caps (what quick: sets): sample sizes above are dropped
@@ -102,7 +104,7 @@ __all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAM
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Top-level keys of an audit config besides the common ones (name, seed, description, quick).
-KIND_KEYS = ("alpha", "audits", "targets", "max_samples", "max_repeat")
+KIND_KEYS = ("alpha", "family_alpha", "audits", "targets", "max_samples", "max_repeat")
 AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
               "true_epsilon", "alpha", "selection", "sequential", "float_events")
 CHECKS = ("violated", "epsilon_lower_at_least", "support_violation", "false_violation_rate", "calls_at_most",
@@ -184,6 +186,9 @@ class AuditSet:
     max_repeat: int | None = None
     #: Sample sizes dropped by ``max_samples`` (audit id -> sizes): targets on them are "not run".
     dropped: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    #: ``family_alpha`` of the config (None: each audit's own ``alpha``); ``alpha`` is then the share
+    #: of each audit task.
+    family_alpha: float | None = None
 
     def audit(self, audit_id: str) -> AuditSpec:
         return next(a for a in self.audits if a.id == audit_id)
@@ -531,6 +536,10 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
         if k not in KIND_KEYS:
             attempt(ctx.error, k, "unknown key; accepted: name, seed, description, quick, " + ", ".join(KIND_KEYS))
     alpha = attempt(lambda: float(ctx.number(raw, "alpha", 0.05, lo=0.0, hi=1.0, lo_open=True, hi_open=True)))
+    family = attempt(lambda: ctx.number(raw, "family_alpha", None, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    if family is not None and "alpha" in raw:
+        attempt(ctx.error, "family_alpha", "give the error level once: alpha (each audit's own level) or family_alpha "
+                "(one level for the whole config, split by dpharness over its audit tasks), not both")
     max_samples = attempt(_cap, ctx, raw, "max_samples", 8)
     max_repeat = attempt(_cap, ctx, raw, "max_repeat", 1)
     audits_raw = raw.get("audits")
@@ -558,5 +567,22 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
     targets = [attempt(_parse_target, ctx.at("targets", i), t, sizes) for i, t in enumerate(targets_raw)]
     if errors:
         raise errors_at_once(ctx.file, errors)
+    if family is not None:
+        audits, alpha = _split_family(audits, audits_raw, float(family))
     return AuditSet(audits=tuple(audits), targets=tuple(t for t in targets if t is not None), alpha=float(alpha),
-                    file=ctx.file, max_samples=max_samples, max_repeat=max_repeat, dropped=tuple(dropped))
+                    file=ctx.file, max_samples=max_samples, max_repeat=max_repeat, dropped=tuple(dropped),
+                    family_alpha=None if family is None else float(family))
+
+
+def _split_family(audits: list[AuditSpec], raw: list, family: float) -> tuple[list[AuditSpec], float]:
+    """``family_alpha``: every audit task (audit x sample size x repeat, of the tier that runs) without
+    an ``alpha`` of its own gets ``family / tasks`` (Bonferroni), so that the chance of any false flag
+    of a correct mechanism in the whole config is at most ``family`` -- however many audits, sample
+    sizes or registered mechanisms (``registry: all``) it holds. Audits with their own ``alpha`` keep it."""
+    from dataclasses import replace
+
+    members = [a for a in audits if not (isinstance(raw[a.index], dict) and "alpha" in raw[a.index])]
+    tasks = sum(len(a.samples) * a.repeat for a in members)
+    each = family / max(tasks, 1)
+    ids = {a.id for a in members}
+    return [replace(a, alpha=each) if a.id in ids else a for a in audits], each

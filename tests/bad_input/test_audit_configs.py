@@ -314,3 +314,26 @@ def test_a_search_budget_too_small_for_its_pairs_is_a_config_error(tmp_path, wri
         proc = call(cmd, capsys)
         assert_clean_error(proc, code=2, names=("audits[0].samples[0]", "too small to search", "audits[1].samples",
                                                 "give at least"), before=before, watch=tmp_path)
+
+
+def test_family_alpha_is_split_by_dpharness_not_by_hand(tmp_path, write, capsys):
+    # one level for the whole config: every audit task without its own alpha gets family / tasks, so a
+    # 21st mechanism cannot silently break the family-wise level; alpha and family_alpha together are
+    # refused
+    from dpharness.bench.config import load_config
+
+    path = write(cfg({"id": "a", "mechanism": {"zoo": "laplace", "epsilon": 1.0}, "samples": [2000, 8000],
+                      "exact": False},
+                     {"id": "b", "mechanism": {"zoo": "laplace", "epsilon": 1.0}, "samples": [2000], "repeat": 3,
+                      "exact": False},
+                     {"id": "c", "mechanism": {"zoo": "laplace", "epsilon": 1.0}, "samples": [2000], "alpha": 0.01,
+                      "exact": False}, family_alpha=0.05))
+    spec = load_config(path).spec
+    each = 0.05 / (2 + 3)  # a: 2 sample sizes, b: 3 repeats; c keeps its own level
+    assert spec.family_alpha == 0.05
+    assert [a.alpha for a in spec.audits] == pytest.approx([each, each, 0.01])
+    both = write(cfg({"id": "a", "mechanism": {"zoo": "laplace", "epsilon": 1.0}, "samples": [2000]},
+                     family_alpha=0.05, alpha=0.01))
+    assert_clean_error(call(["validate", both], capsys), code=2, names=("family_alpha", "not both"))
+    bad = write(cfg({"id": "a", "mechanism": {"zoo": "laplace", "epsilon": 1.0}, "samples": [2000]}, family_alpha=2))
+    assert_clean_error(call(["validate", bad], capsys), code=2, names=("family_alpha",))
