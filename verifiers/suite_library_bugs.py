@@ -58,7 +58,8 @@ __all__ = [
     "rr_bool", "rr_bool_fixed", "gaussian_replace_one", "gaussian_replace_one_fixed",
     "covariance_no_clip", "covariance_no_clip_fixed", "mean_noise_from_n", "mean_noise_from_n_fixed",
     "linreg_diag_sensitivity", "linreg_diag_sensitivity_fixed", "privbayes_count_noise",
-    "privbayes_count_noise_fixed", "geometric_unclamped", "geometric_unclamped_fixed",
+    "privbayes_count_noise_fixed", "geometric_unclamped", "geometric_unclamped_fixed", "count_threshold_truncation",
+    "count_threshold_truncation_fixed", "threshold_delta",
 ]
 
 SUITE = "library_bugs"
@@ -108,6 +109,11 @@ SOURCES: dict[str, str] = {
         "opendp/smartnoise-core#319 'fix circumvention of the simple geometric mechanism' and PR #318 "
         "(Nov 2020), #358 (June 2021): sample_simple_geometric_mechanism censors the geometric at "
         "max - min trials; without the clamp added by #318, min == max gives zero noise"),
+    "count_threshold_truncation": (
+        "google/differential-privacy PR #101 'Fix a privacy-impacting bug in ThresholdedResult() function of "
+        "dpagg.Count' (Go library, Feb 2022): the float threshold was converted to int64 by truncation, so a "
+        "noisy count equal to floor(threshold) was released -- an off-by-one in the threshold that raises delta. "
+        "Fix: round the threshold up before converting"),
 }
 
 
@@ -751,3 +757,74 @@ def geometric_unclamped(epsilon: float = 1.0, lo: int = 0, hi: int = 4) -> Suite
 def geometric_unclamped_fixed(epsilon: float = 1.0, lo: int = 0, hi: int = 4) -> SuiteEntry:
     """Fixed twin (PR #318, #358): clamp input and output to [min, max]. True epsilon = epsilon."""
     return _geometric_entry("geometric_unclamped_fixed", epsilon, lo, hi, fixed=True)
+
+
+# --------------------------------------------------------------------------------------------
+# off-by-one threshold of a thresholded count (Google differential-privacy, Go dpagg.Count)
+
+def threshold_delta(epsilon: float, threshold: int) -> float:
+    """P[1 + Z >= threshold] for the two-sided geometric Z (P[Z = z] ~ e^(-epsilon |z|)): the chance
+    that a partition holding one privacy unit is released, i.e. the delta of the thresholded count
+    on the pair (partition absent, one unit). P[Z >= k] = a^k / (1 + a), a = e^-epsilon, for k >= 1."""
+    k = int(threshold) - 1
+    a = math.exp(-epsilon)
+    return 1.0 if k <= 0 else a ** k / (1.0 + a)
+
+
+def _thresholded_count(data: Any, size: int, rng: np.random.Generator, *, epsilon: float, threshold: float,
+                       truncate: bool) -> np.ndarray:
+    n = len(np.asarray(data).reshape(-1))
+    if n == 0:  # the partition does not exist: nothing is released
+        return np.full(size, np.nan)
+    noisy = n + _two_sided_geometric(rng, epsilon, size)
+    cut = int(threshold) if truncate else math.ceil(threshold)  # int() truncates: the bug
+    return np.where(noisy >= cut, noisy.astype(np.float64), np.nan)
+
+
+def _threshold_entry(name: str, epsilon: float, delta: float, fixed: bool) -> SuiteEntry:
+    eps = check_epsilon(epsilon)
+    if not (isinstance(delta, (int, float)) and 0.0 < float(delta) < 0.5):
+        raise ValueError(f"delta must be a number in (0, 0.5), got {delta!r}")
+    # the threshold computed in floating point from the noise's tail, a^t / (1 + a) = delta, as the
+    # library computes its threshold from its noise: a non-integer for almost every (epsilon, delta).
+    # Rounded up it is exactly right (the tail at ceil(t) is <= delta); truncated it is one short.
+    a = math.exp(-eps)
+    tau = 1.0 + math.log(1.0 / (float(delta) * (1.0 + a))) / eps
+    fn = partial(_thresholded_count, epsilon=eps, threshold=tau, truncate=not fixed)
+    used = threshold_delta(eps, math.ceil(tau) if fixed else int(tau))
+    pairs = ((np.zeros(0), np.zeros(1)),)
+    if fixed:
+        note = (f"Fixed twin: release when the noisy count >= ceil(threshold) = {math.ceil(tau)} (threshold "
+                f"{tau:.4f} at epsilon {eps:g}, delta {float(delta):g}); a one-unit partition is released with "
+                f"probability {used:.4g} <= delta, and present partitions differ by the geometric's epsilon: true "
+                "epsilon = epsilon at the claimed delta.")
+    else:
+        note = (f"Broken: release when the noisy count >= int(threshold) = {int(tau)} (threshold {tau:.4f}); a "
+                f"one-unit partition is released with probability {used:.4g} > delta = {float(delta):g} while an "
+                "absent one never is, so no epsilon meets the claimed delta on the pair ([], [x]): true epsilon "
+                "= inf at that delta (the true delta is about e^epsilon times the claimed one).")
+    return _entry(name, fn, epsilon=eps, delta=float(delta), neighbours="add_remove", kind="real", pairs=pairs,
+                  broken=not fixed, true_epsilon=eps if fixed else math.inf, note=note,
+                  bug_class="off-by-one in a threshold (float threshold truncated to an integer)",
+                  library="Google differential-privacy, Go dpagg.Count " + ("after PR #101" if fixed else
+                                                                           "before PR #101 (Feb 2022)"),
+                  attributes={"threshold": tau, "release_probability": used})
+
+
+@suite_entry(SUITE, "count_threshold_truncation")
+def count_threshold_truncation(epsilon: float = 1.0, delta: float = 0.01) -> SuiteEntry:
+    """BROKEN: a thresholded count (partition selection) as Google's Go ``dpagg.Count.ThresholdedResult``
+    released it before PR #101: a partition's count + two-sided geometric noise is released when it is
+    at least the threshold, but the float threshold was truncated to an integer, so the noisy count
+    floor(threshold) was released too. Claim: (epsilon, delta)-DP under add/remove of one privacy unit
+    (one record here). True epsilon at the claimed delta = inf: the release probability of a one-unit
+    partition exceeds delta while an absent partition is never released (:func:`threshold_delta`).
+    delta = 0.01 by default so that the excess (a factor up to e^epsilon on delta) shows within 10^5
+    draws; at the library's usual 10^-5 the same excess needs about 10^8."""
+    return _threshold_entry("count_threshold_truncation", epsilon, delta, fixed=False)
+
+
+@suite_entry(SUITE, "count_threshold_truncation_fixed")
+def count_threshold_truncation_fixed(epsilon: float = 1.0, delta: float = 0.01) -> SuiteEntry:
+    """Fixed twin (PR #101): the threshold is rounded up before the comparison. True epsilon = epsilon."""
+    return _threshold_entry("count_threshold_truncation_fixed", epsilon, delta, fixed=True)
