@@ -23,8 +23,8 @@ from ..mechanisms.contracts import check_auditable
 from . import bounds
 from .claims import annotate, at_pair, pairs_for
 from .neighbours import merge_swaps
-from .statistical import (SELECT, Choice, alpha_split, best_choice, certify, check_samples, check_selection, draw,
-                          is_finite, resolve_float_events, seed_of, stream, SEQUENTIAL, check_sequential)
+from .statistical import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify, check_samples, check_selection,
+                          check_sequential, is_finite, resolve_float_events, seed_of)
 from .parallel import active, sample_draws, sample_draws_pair, sampling
 from .verdict import Verdict
 

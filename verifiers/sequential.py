@@ -71,7 +71,8 @@ from . import events as _events
 from . import parallel as _parallel
 from . import statistical as _st
 from .events import Event
-from .statistical import (CERTIFY, FIRST_CHUNK, SELECT, Choice, candidates_for, count_draws, detectable_epsilon, draw, is_finite,
+from .draws import FIRST_CHUNK
+from .statistical import (CERTIFY, SELECT, Choice, candidates_for, count_draws, detectable_epsilon, draw, is_finite,
                           selection_score, shrink_level, stream, SEQUENTIAL, check_sequential)
 from .verdict import Verdict, Witness, summarize
 

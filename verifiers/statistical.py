@@ -38,7 +38,7 @@ from ..mechanisms.contracts import check_auditable
 from . import bounds
 from .events import Candidates, Event, concat, finite_candidates, float_candidates, real_candidates, vector_candidates
 from .events.core import _K
-from .draws import CERTIFY, CHUNK_BYTES, FIRST_CHUNK, SELECT, count_draws, draw, is_finite, seed_of, stream
+from .draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
 from .parallel import sample_count_pair, sample_draws_pair
 from .verdict import Verdict, Witness, summarize
 

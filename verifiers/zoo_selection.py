@@ -30,7 +30,7 @@ from ..mechanisms import joint_exp as _je
 from ..mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_size
 from ..mechanisms.quantiles import JointQuantiles, joint_sensitivity
 from ..mechanisms.topk import LaplaceTopK, PeelingExponential
-from ..mechanisms.topk_laws import check_seqs, ordered_tuples
+from ..mechanisms.topk_laws import check_seqs
 from .events import Event
 from .zoo_base import ZooWitness, _Base, zoo_register
 

@@ -18,7 +18,6 @@ did not run to its summary (usage error, interruption).
 from __future__ import annotations
 
 import json
-import math
 import shlex
 from pathlib import Path
 from typing import Any

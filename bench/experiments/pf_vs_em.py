@@ -243,7 +243,8 @@ def summarize(spec: PfEmSpec, results: pd.DataFrame) -> Summary:
         f"measured: PF's expected error <= EM's at every grid point (relative slack {ref.rtol:g}): "
         f"{'yes' if never_worse else 'NO'}; smallest ratio {float(table['min_ratio'].min()):.6g}",
         f"measured: largest ratio {sup:.6f} at configuration {top['configuration']}, n = {int(top['n']):,}, "
-        f"gap = {float(top['gap_at_max']):.4g} Δ/ε (the smallest grid gap within {ref.rtol:g} of it: the ratio is flat to double precision beyond; 2 - ratio = {ref.max_ratio - sup:.2g}; paper: up to {ref.max_ratio:g}); "
+        f"gap = {float(top['gap_at_max']):.4g} Δ/ε (the smallest grid gap within {ref.rtol:g} of it: the ratio is "
+        f"flat to double precision beyond; 2 - ratio = {ref.max_ratio - sup:.2g}; paper: up to {ref.max_ratio:g}); "
         f"<= {ref.max_ratio:g} (1 + {ref.rtol:g}) everywhere: {'yes' if below else 'NO'} (the bound of the module "
         f"docstring: < 2 on every input); within {ref.reach_tolerance:g} of {ref.max_ratio:g}: {'yes' if reached else 'NO'}",
     ]

@@ -8,7 +8,6 @@ doubled), where the outcome follows from the Welch statistic and Holm at the sta
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import shutil
@@ -81,7 +80,7 @@ def test_every_schema_loads_and_is_versioned():
 @pytest.fixture(scope="module")
 def bench_doc(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "old.json"
-    doc = perf.run_bench(TINY, path)
+    perf.run_bench(TINY, path)  # the document is read back from disk: what a later run would load
     on_disk = json.loads(path.read_text())
     _valid(on_disk, "bench")
     assert on_disk["gate"] is None and on_disk["verdict"]["exit_code"] == 0

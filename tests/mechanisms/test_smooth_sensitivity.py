@@ -381,7 +381,8 @@ def test_laplace_calibration_hockey_stick():
 _SAMPLER_CASES = [
     # Scales comparable to [lower, upper], so that both the atoms and the interior are informative.
     ("smooth_sensitivity_median", dict(epsilon=1.0, lower=0, upper=10), np.round(np.random.default_rng(0).normal(5, 1.5, 41), 1)),
-    ("smooth_sensitivity_median", dict(epsilon=1.0, lower=0, upper=10, noise="laplace", delta=0.1, sensitivity="add_remove"), [1, 2, 2.5, 3, 3, 3.2, 4, 6, 7.5, 9]),
+    ("smooth_sensitivity_median", dict(epsilon=1.0, lower=0, upper=10, noise="laplace", delta=0.1, sensitivity="add_remove"),
+     [1, 2, 2.5, 3, 3, 3.2, 4, 6, 7.5, 9]),
     ("smooth_sensitivity_median", dict(epsilon=2.0, lower=0, upper=10, clip_output=False), [1.0, 2.0, 3.0, 4.0, 9.0]),
     ("laplace_median_global", dict(epsilon=1.0, lower=0, upper=10), [1.0, 8.0, 9.0]),
 ]

@@ -4,7 +4,6 @@ of one stream per role."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from dpharness import verifiers
