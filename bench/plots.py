@@ -11,6 +11,13 @@ Log axes and exact zeros. An error that is exactly 0 (a discrete output that hit
 draw) has no place on a log axis. It is drawn at a *floor* one decade below the smallest positive
 value plotted, with a hollow down-pointing triangle, on a dotted line whose tick reads "0"; the
 legend says so. Values in between are never drawn at the floor (it is below all of them).
+
+Nothing hides anything. Reference values (a paper's) are hollow diamonds a fixed 10 points to the
+right of our marker at the same x, above our series. Points of different series that would sit on
+top of each other at one x (equal values, shared zeros, a cap on another series' dot) are spread
+sideways by a few points: the figure is laid out, measured in display units, and drawn again; the
+x label says so when it happens. ``tests/bench/test_figures.py`` checks every shipped figure for
+markers hidden under, or crossed by, another series' markers.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["slug", "line_plot", "panel_plot", "zero_floor", "rebuild_figures", "check_run_folder",
-           "is_baseline", "PlotInputError", "draw_figures"]
+           "is_baseline", "PlotInputError", "NothingToDraw", "draw_figures"]
 
 #: Marker of a value that is exactly zero, drawn at the floor of a log axis.
 ZERO_MARKER = "v"
@@ -70,19 +77,72 @@ def zero_floor(values: Any) -> float | None:
     return float(10.0 ** (math.floor(math.log10(smallest)) - 1))
 
 
-def _zero_dodge(table: pd.DataFrame, x: str, y: str, series: str, logx: bool) -> dict[tuple[str, float], float]:
-    """Sideways positions for exact zeros that several series share at one x (they would sit on
-    the same spot of the "0" line and hide each other): (series label, x) -> drawn x."""
+# Marker geometry in points (what _series draws), for the dodge below.
+_DOT_R = 4.5 / 2 + 0.5  # our dot: radius plus half its edge
+_CAP_HW = 3.0  # half-width of an error-bar cap (capsize)
+_ZERO_R = 9 / 2 + 0.75  # the hollow triangle of an exact zero
+DODGE_NOTE = "points that would coincide are drawn side by side"
+
+
+def _collision_dodge(ax: Any, table: pd.DataFrame, x: str, y: str, err: str | None, series: str, logy: bool,
+                     floor: float | None) -> dict[tuple[str, float], float]:
+    """Sideways positions for points of different series that would hide each other at one x:
+    markers that overlap (equal values, or exact zeros sharing the "0" line) or an error-bar cap
+    of one lying on the other's marker. Measured on ``ax`` as drawn (after layout), in display
+    units, from the marker sizes above. Returns (series label, x) -> drawn x for the points that
+    move; each group of such points is spread symmetrically around x, far enough apart that no
+    marker or cap touches a neighbour's marker."""
+    pt = ax.figure.dpi / 72
+    recs: list[dict] = []
+    for lab, s in table.groupby(series, sort=False):
+        es = s[err].to_numpy(float) if err and err in s else np.full(len(s), np.nan)
+        for xv, v, e in zip(s[x].to_numpy(float), s[y].to_numpy(float), es):
+            if not (math.isfinite(xv) and math.isfinite(v)):
+                continue
+            zero = logy and floor is not None and v <= 0
+            shown = floor if zero else v
+            if logy and shown <= 0:
+                continue
+            dx, dy = ax.transData.transform((xv, shown))
+            caps = []
+            if not zero and math.isfinite(e) and e > 0:
+                ends = [v + e] + ([v - e] if not logy or v - e > (floor if floor is not None else 0.001 * v) else [])
+                caps = [float(ax.transData.transform((xv, c))[1]) for c in ends]
+            r = _ZERO_R if zero else _DOT_R
+            recs.append({"x": float(xv), "label": str(lab), "dx": float(dx), "dy": float(dy), "r": r * pt,
+                         "hw": (r if zero or not caps else max(r, _CAP_HW)) * pt, "caps": caps})
     out: dict[tuple[str, float], float] = {}
-    xs_all = table[x].astype(float)
-    width = float(xs_all.max() - xs_all.min()) or 1.0
-    zeros = table[np.isfinite(table[y].astype(float)) & (table[y].astype(float) <= 0)]
-    for xv, g in zeros.groupby(x, sort=False):
-        labs = list(dict.fromkeys(str(v) for v in g[series]))
-        m = len(labs)
-        for j, lab in enumerate(labs):
-            k = j - (m - 1) / 2
-            out[(lab, float(xv))] = float(xv) * 10 ** (0.022 * k) if logx else float(xv) + 0.012 * width * k
+    inv = ax.transData.inverted()
+    for xv in sorted({r["x"] for r in recs}):
+        pts = [r for r in recs if r["x"] == xv]
+
+        def touch(a: dict, b: dict) -> bool:
+            if abs(a["dy"] - b["dy"]) < a["r"] + b["r"] + 1:
+                return True
+            return any(abs(c - b["dy"]) < b["r"] + pt + 1 for c in a["caps"]) or any(
+                abs(c - a["dy"]) < a["r"] + pt + 1 for c in b["caps"])
+
+        group = list(range(len(pts)))  # union-find over the points that touch
+
+        def root(i: int) -> int:
+            while group[i] != i:
+                i = group[i]
+            return i
+
+        for i in range(len(pts)):
+            for j in range(i + 1, len(pts)):
+                if touch(pts[i], pts[j]):
+                    group[root(j)] = root(i)
+        for g in {root(i) for i in range(len(pts))}:
+            c = [pts[i] for i in range(len(pts)) if root(i) == g]  # in series order
+            if len(c) < 2:
+                continue
+            offs = [0.0]
+            for a, b in zip(c, c[1:]):
+                offs.append(offs[-1] + a["hw"] + b["hw"] + 1)
+            mid = offs[-1] / 2
+            for r, o in zip(c, offs):
+                out[(r["label"], xv)] = float(inv.transform((r["dx"] + o - mid, r["dy"]))[0])
     return out
 
 
@@ -94,29 +154,74 @@ def _series(ax: Any, sub: pd.DataFrame, x: str, y: str, err: str | None, ref: st
     es = sub[err].to_numpy(dtype=float) if err and err in sub else None
     zero = np.isfinite(ys) & (ys <= 0) if (logy and floor is not None) else np.zeros(ys.shape, dtype=bool)
     shown = np.where(zero, floor if floor is not None else 0.0, ys)
+    data_x = xs
     if dodge:
-        xs = np.array([dodge.get((label, float(v)), v) if z else v for v, z in zip(xs, zero)], dtype=float)
+        xs = np.array([dodge.get((label, float(v)), v) for v in xs], dtype=float)
     yerr: Any = es
+    # A cap marks where a bar really ends: none on a zero-length bar, at an exact zero (its marker
+    # is the hollow triangle) or at an end cut off by a log axis (the bar runs on to the "0" line,
+    # where a cap would cross another series' zero marker and claim an end that is not there).
+    finite_e = np.isfinite(es) & (es > 0) if es is not None else np.zeros(len(xs), dtype=bool)
+    cap_hi = finite_e & ~zero
+    cap_lo = cap_hi.copy()
     if es is not None and logy:
         # On a log axis a bar reaching <= 0 would vanish: it ends at the floor ("0") if there is
         # one, else just above 0.
         lo, hi = [], []
-        for v, e, z in zip(shown, es, zero):
+        for i, (v, e, z) in enumerate(zip(shown, es, zero)):
             if not math.isfinite(e) or z:
                 lo.append(0.0)
                 hi.append(0.0 if not math.isfinite(e) else e)
                 continue
             bottom = max(v - e, floor) if floor is not None else max(v - e, 0.001 * v)
+            cap_lo[i] = cap_lo[i] and bottom == v - e
             lo.append(v - bottom)
             hi.append(e)
         yerr = [lo, hi]
-    ax.errorbar(xs, shown, yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5, color=color, label=label,
-                markevery=[i for i in range(len(xs)) if not zero[i]])
+    bars = ax.errorbar(xs, shown, yerr=yerr, marker="o", ms=4.5, capsize=3, lw=1.5, color=color, label=label,
+                       markevery=[i for i in range(len(xs)) if not zero[i]], zorder=3)
+    _keep_caps(bars, xs, shown, cap_lo, cap_hi)
     if zero.any():
         ax.plot(xs[zero], shown[zero], ls="none", marker=ZERO_MARKER, ms=9, mfc="white", mew=1.5, color=color,
                 zorder=4)
     if ref and ref in sub and sub[ref].notna().any():
-        ax.plot(xs, sub[ref].to_numpy(dtype=float), ls="none", marker="D", ms=8, mfc="none", mew=1.5, color=color)
+        _ref_markers(ax, xs, sub[ref].to_numpy(dtype=float), color, data_x)
+
+
+def _keep_caps(bars: Any, xs: np.ndarray, ys: np.ndarray, cap_lo: np.ndarray, cap_hi: np.ndarray) -> None:
+    """Show an error bar's lower / upper cap only where ``cap_lo`` / ``cap_hi`` is true (matplotlib
+    draws one cap line per end; each cap is matched to its point by x and by lying below/above it)."""
+    for capline in bars.lines[1] or ():
+        cx = np.asarray(capline.get_xdata(), dtype=float)
+        cy = np.asarray(capline.get_ydata(), dtype=float)
+        keep = []
+        for j, (u, w) in enumerate(zip(cx, cy)):
+            for i in np.flatnonzero(xs == u):
+                if (w < ys[i] and cap_lo[i]) or (w > ys[i] and cap_hi[i]):
+                    keep.append(j)
+                    break
+        capline.set_markevery(keep)
+
+
+#: How far (points) the reference (paper) markers sit to the right of our marker at the same x.
+REF_SHIFT_PT = 10.0
+REF_STYLE = dict(ls="none", marker="D", ms=7, mfc="none", mew=1.3)
+
+
+def _ref_markers(ax: Any, xs: np.ndarray, refs: np.ndarray, color: Any, data_x: np.ndarray) -> None:
+    """Reference values (e.g. a paper's) as hollow diamonds :data:`REF_SHIFT_PT` points to the right
+    of our marker at the same x: centred on ours, a diamond's outline crossed our dot and hid our
+    error bar wherever the two agreed. Shifted, a diamond (half-width 5.6 pt with its edge) clears
+    our dot and our error-bar caps (3 pt), so it is drawn on top: our line passes under its hollow
+    middle and both stay whole. The shift is in display units (the same on any axis scale), and
+    the legend says the diamonds sit beside ours."""
+    from matplotlib.transforms import ScaledTranslation
+
+    shift = ax.transData + ScaledTranslation(REF_SHIFT_PT / 72, 0, ax.figure.dpi_scale_trans)
+    ax.plot(xs, refs, color=color, transform=shift, zorder=3.5, **REF_STYLE)
+    ok = np.isfinite(data_x) & np.isfinite(refs)
+    if ok.any():  # a line with a non-data transform does not count in the axes' data limits
+        ax.update_datalim(np.column_stack([data_x[ok], refs[ok]]))
 
 
 def _log_y(ax: Any, lo: float, hi: float, floor: float | None) -> None:
@@ -205,8 +310,7 @@ def _legend_extras(floor: float | None, has_zero: bool, paper: bool) -> list[tup
 
     out = []
     if paper:
-        out.append((Line2D([], [], ls="none", marker="D", ms=8, mfc="none", mew=1.5, color="grey"),
-                    "paper (published)"))
+        out.append((Line2D([], [], color="grey", **REF_STYLE), "paper (published), just right of ours"))
     if floor is not None and has_zero:
         out.append((Line2D([], [], ls=":", marker=ZERO_MARKER, ms=9, mfc="white", mew=1.5, color="grey"), ZERO_LABEL))
     return out
@@ -222,8 +326,20 @@ def _save(fig: Any, path: Path) -> Path:
 def line_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: str, ref: str | None,
               xlabel: str, ylabel: str, title: str, path: Path, logx: bool = False, logy: bool = False) -> Path:
     """One line per ``series`` value of ``y`` against ``x`` with ±``err`` bars; ``ref`` values
-    (e.g. a paper's) as hollow diamonds in the same colour. On a log ``y`` axis exact zeros are
-    drawn at :func:`zero_floor` (module docstring). Saves a PNG and returns its path."""
+    (e.g. a paper's) as hollow diamonds in the same colour, just right of ours. On a log ``y`` axis
+    exact zeros are drawn at :func:`zero_floor` (module docstring). Points of different series that
+    would coincide are drawn side by side (:func:`_collision_dodge`; the figure is laid out once,
+    measured, and drawn again). Saves a PNG and returns its path."""
+    args = (table, x, y, err, series, ref, xlabel, ylabel, title, logx, logy)
+    fig = _line_figure(*args, dodge=None)
+    dodge = _collision_dodge(fig.axes[0], table, x, y, err, series, logy, zero_floor(table[y]) if logy else None)
+    if dodge:
+        fig = _line_figure(*args, dodge=dodge)
+    return _save(fig, path)
+
+
+def _line_figure(table: pd.DataFrame, x: str, y: str, err: str | None, series: str, ref: str | None, xlabel: str,
+                 ylabel: str, title: str, logx: bool, logy: bool, dodge: dict | None) -> Any:
     import matplotlib as mpl
 
     n_series = table[series].nunique()
@@ -231,10 +347,10 @@ def line_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: s
     ax = fig.add_subplot()
     colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
     floor = zero_floor(table[y]) if logy else None
-    dodge = _zero_dodge(table, x, y, series, logx) if floor is not None else None
     for i, (lab, sub) in enumerate(table.groupby(series, sort=False)):
         _series(ax, sub, x, y, err, ref, str(lab), colors[i % len(colors)], logy, floor, dodge)
-    _finish(ax, xlabel, ylabel, logx, sorted(table[x].astype(float).unique()))
+    _finish(ax, xlabel + (f"   ({DODGE_NOTE})" if dodge else ""), ylabel, logx,
+            sorted(table[x].astype(float).unique()))
     if logy:
         vals = table[y].to_numpy(float)
         errs = table[err].to_numpy(float) if err and err in table else np.zeros(len(table))
@@ -249,7 +365,7 @@ def line_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: s
         handles.append(h)
         labels.append(lab)
     _legend_below(fig, handles, labels, ncol=2)
-    return _save(fig, path)
+    return fig
 
 
 def _legend_below(fig: Any, handles: list, labels: list[str], ncol: int) -> None:
@@ -266,6 +382,20 @@ def panel_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: 
                panel_label: str | None = None) -> Path:
     """Like :func:`line_plot` with one panel per value of ``panel`` (shared y axis); the legend
     goes below the panels so that it hides no point."""
+    args = (table, x, y, err, series, panel, xlabel, ylabel, title, logx, logy, panel_label)
+    fig = _panel_figure(*args, dodges=None)
+    floor = zero_floor(table[y]) if logy else None
+    panels = list(dict.fromkeys(table[panel]))
+    dodges = [_collision_dodge(ax, table[table[panel] == pv], x, y, err, series, logy, floor)
+              for ax, pv in zip(fig.axes, panels)]
+    if any(dodges):
+        fig = _panel_figure(*args, dodges=dodges)
+    return _save(fig, path)
+
+
+def _panel_figure(table: pd.DataFrame, x: str, y: str, err: str | None, series: str, panel: str, xlabel: str,
+                  ylabel: str, title: str, logx: bool, logy: bool, panel_label: str | None,
+                  dodges: list[dict] | None) -> Any:
     import matplotlib as mpl
 
     panels = list(dict.fromkeys(table[panel]))
@@ -275,12 +405,14 @@ def panel_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: 
     colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
     floor = zero_floor(table[y]) if logy else None
     name = panel_label or panel
-    for ax, pv in zip(axes[0], panels):
+    for j, (ax, pv) in enumerate(zip(axes[0], panels)):
         sub = table[table[panel] == pv]
-        dodge = _zero_dodge(sub, x, y, series, logx) if floor is not None else None
+        dodge = dodges[j] if dodges else None
         for lab, s in sub.groupby(series, sort=False):
             _series(ax, s, x, y, err, None, str(lab), colors[labels.index(lab) % len(colors)], logy, floor, dodge)
-        _finish(ax, xlabel, ylabel if ax is axes[0][0] else "", logx, sorted(sub[x].astype(float).unique()))
+        # the note under every panel when any moved a point, so that the panels stay aligned
+        _finish(ax, xlabel + (f"\n({DODGE_NOTE})" if dodges and any(dodges) else ""), ylabel if ax is axes[0][0] else "", logx,
+                sorted(sub[x].astype(float).unique()))
         ax.set_title(f"{name} = {pv:g}" if isinstance(pv, (float, int, np.floating, np.integer)) else f"{name} = {pv}")
     if logy:
         _log_y(axes[0][0], *_y_range(table[y], table[err] if err and err in table else None, floor), floor)
@@ -300,7 +432,7 @@ def panel_plot(table: pd.DataFrame, *, x: str, y: str, err: str | None, series: 
         labs.append(lab)
     fig.suptitle(_wrap(title, int(30 * len(panels)) + 20), fontsize=11)
     _legend_below(fig, handles, labs, ncol=min(6, 2 * len(panels)))
-    return _save(fig, path)
+    return fig
 
 
 # -- dpharness plot ------------------------------------------------------------------------------
@@ -374,11 +506,45 @@ def check_run_folder(run_dir: Path) -> tuple[Any, pd.DataFrame, dict]:
     return cfg, results, manifest
 
 
+class NothingToDraw(PlotInputError):
+    """The run folder is sound but no figure applies to its results (``dpharness plot`` exits 2)."""
+
+
+def _failed_tasks_text(results: pd.DataFrame) -> str:
+    """'all 3 tasks failed (first error: ...)' from the status and message columns."""
+    n = len(results)
+    msg = ""
+    if "message" in results.columns:
+        first = results["message"].dropna().astype(str)
+        first = first[first.str.strip() != ""]
+        if len(first):
+            msg = f" (first error: {first.iloc[0].strip().splitlines()[0][:200]})"
+    return (f"all {n} tasks of the run failed" if n > 1 else "the run's only task failed") + msg
+
+
 def draw_figures(cfg: Any, results: pd.DataFrame, fig_dir: Path) -> list[Path]:
-    """Summarize ``results`` with the run's kind and draw its figures into ``fig_dir`` (created)."""
+    """Summarize ``results`` with the run's kind and draw its figures into ``fig_dir`` (created).
+
+    Raises :class:`NothingToDraw`, writing nothing, when no task finished, and when the kind draws
+    no figure from these results (a folder created for them is removed again)."""
+    fig_dir = Path(fig_dir)
+    ok = results[results["status"] == "ok"] if "status" in results.columns else results
+    if not len(ok):
+        raise NothingToDraw(f"nothing to draw: {_failed_tasks_text(results)}; results.csv holds no result to plot "
+                            "(fix the failure and re-run the config)")
     summary = cfg.module.summarize(cfg.spec, results)
+    existed = fig_dir.exists()
     fig_dir.mkdir(parents=True, exist_ok=True)
-    return list(cfg.module.plot(cfg.spec, results, summary.table, fig_dir))
+    paths = list(cfg.module.plot(cfg.spec, results, summary.table, fig_dir))
+    if not paths:
+        if not existed:
+            try:
+                fig_dir.rmdir()
+            except OSError:
+                pass
+        raise NothingToDraw(f"nothing to draw: no figure of kind {cfg.experiment!r} applies to these results "
+                            f"({len(ok)} finished task(s) of {len(results)})")
+    return paths
 
 
 def rebuild_figures(run_dir: Path, out: Path | None = None) -> list[Path]:

@@ -2,7 +2,9 @@
 
 The work (checking the folder, summarizing ``results.csv``, drawing) is done by
 :mod:`dpharness.bench.plots`; this handler prints the paths, or one message and exits 2
-(:class:`~dpharness.bench.plots.PlotInputError`, :class:`~dpharness.bench.config.ConfigError`).
+(:class:`~dpharness.bench.plots.PlotInputError`, :class:`~dpharness.bench.config.ConfigError`;
+:class:`~dpharness.bench.plots.NothingToDraw` when no task finished or no figure applies, with
+nothing written).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..config import ConfigError
-from ..plots import PlotInputError, check_run_folder, draw_figures, is_baseline
+from ..plots import NothingToDraw, PlotInputError, check_run_folder, draw_figures, is_baseline
 
 __all__ = ["cmd_plot"]
 
@@ -36,24 +38,33 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """``dpharness plot RUN_DIR [--out DIR]``: rebuild a run's figures from its results.csv."""
     run_dir = Path(args.run_dir)
     out = getattr(args, "out", None)
+    made_out = False
     try:
         cfg, results, _ = check_run_folder(run_dir)
         if out is None and is_baseline(run_dir):
             raise PlotInputError(f"RUN_DIR {run_dir}: is a committed regression baseline (results/baselines/), "
                                  "which holds no figures; pass --out DIR to write the figures elsewhere")
+        made_out = out is not None and not Path(out).exists()
         fig_dir = _out_dir(out) if out is not None else run_dir / "figures"
-        errors = int((results["status"] != "ok").sum()) if "status" in results else 0
-        if errors:
-            print(f"note: {errors} row(s) of {run_dir / 'results.csv'} are failed tasks (status=error); "
-                  "the figures show the cells that finished, as the run did", file=sys.stderr)
         try:
             paths = draw_figures(cfg, results, fig_dir)
+        except NothingToDraw as exc:
+            if made_out:  # leave no empty --out folder behind
+                try:
+                    Path(out).rmdir()
+                except OSError:
+                    pass
+            raise NothingToDraw(f"RUN_DIR {run_dir}: {exc}") from None
         except OSError as exc:
             where = f"--out {out}" if out is not None else str(fig_dir)
             raise PlotInputError(f"{where}: cannot write the figures ({exc.strerror or exc})") from None
     except (PlotInputError, ConfigError) as exc:
         print(f"dpharness plot: {exc}", file=sys.stderr)
         return 2
+    errors = int((results["status"] != "ok").sum()) if "status" in results else 0
+    if errors:
+        print(f"note: {errors} row(s) of {run_dir / 'results.csv'} are failed tasks (status=error); "
+              "the figures show the cells that finished, as the run did", file=sys.stderr)
     for p in paths:
         print(p)
     return 0

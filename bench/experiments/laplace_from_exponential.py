@@ -291,8 +291,10 @@ def plot(spec: LaplaceSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir:
         ax.plot(e, loss["tight_epsilon_interval"], "-s", color="C3", ms=4,
                 label=f"exact worst pair on [{spec.lower:g}, {spec.upper:g}] (at an end)")
         ax.plot(e, loss["loss_real_line"], "-o", color="C0", ms=4, label="exact, real line (= ε/2)")
-        ax.plot(e, loss["loss_interval_interior"], "^", color="C2", ms=9, mfc="none", mew=1.5,
-                label="exact, pair in the middle of the interval")
+        # a hollow ring wide enough to enclose the real-line dot it coincides with (both are ε/2):
+        # its outline must not cut through the dot
+        ax.plot(e, loss["loss_interval_interior"], "o", color="C2", ms=12, mfc="none", mew=1.5,
+                label="exact, pair in the middle of the interval (ring)")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("privacy parameter ε of the exponential mechanism (log scale)")

@@ -51,6 +51,7 @@ Config keys::
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -508,9 +509,12 @@ def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) 
         sub = sub[np.isfinite(sub["mean"].to_numpy(float))]
         if not len(sub):
             continue
-        tag = dl + (f", ε={format_value(e)}" if len(spec.epsilon) > 1 else f", ε={format_value(e)}")
-        name = "error_vs_m_" + plots.slug(dl + (f"_eps{format_value(e)}" if len(spec.epsilon) > 1 else ""))
         head = spec.title or "many quantiles"
+        # ε on the second line unless the config's title already states this very value
+        eps = format_value(e)
+        said = re.search(r"(?:ε|eps|epsilon)\s*=\s*" + re.escape(eps) + r"(?![\d.])", head)
+        tag = dl + ("" if said else f", ε={eps}")
+        name = "error_vs_m_" + plots.slug(dl + (f"_eps{eps}" if len(spec.epsilon) > 1 else ""))
         paths.append(plots.line_plot(
             sub, x="m", y="mean", err="se", series="mechanism", ref=None,
             xlabel="number of quantiles m", ylabel="misclassified points per quantile (bars: ±1 SE)",

@@ -199,8 +199,8 @@ def _n_is_axis(spec: Spec) -> bool:
 
 
 def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
-    """error vs epsilon (log y, ±SE bars, paper values as hollow markers), one figure per facet
-    combination; plus error vs n when n varies and error vs q when q varies."""
+    """error vs epsilon (log y, ±SE bars, paper values as hollow diamonds just right of ours), one
+    figure per facet combination; plus error vs n when n varies and error vs q when q varies."""
     from .. import plots
 
     sfx = spec.suffix

@@ -353,7 +353,56 @@ _LABELS = {"peeling_exponential": "peeling EM", "gumbel_top_k": "Gumbel top-k (s
            "laplace_top_k": "Laplace top-k (one-shot)", "peeling_permute_and_flip": "peeling PF"}
 
 
+#: A panel whose every value (Monte Carlo means with their intervals, exact k = 1 curves) lies within
+#: this of one level is drawn as a note instead: at the figure's scale (y axis 1.09 tall on about
+#: 250 px) 0.005 is about one pixel, so such a panel shows nothing but a flat line.
+FLAT = 0.005
+_METRICS = (("utility", "utility: Σ selected / Σ top-k counts"), ("recall", "recall@k (share of true top k)"))
+
+
+def _exact_curves(spec: TopKSpec, counts: np.ndarray, eps: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """method -> metric -> exact k = 1 values on a log grid spanning the run's ε values (the exact laws
+    are cheap, so the curve between the Monte Carlo points is drawn rather than a straight segment)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for m in spec.methods:
+        vals = np.array([exact_k1(spec, m, float(e), counts) for e in eps])
+        out[m] = {"utility": vals[:, 0], "recall": vals[:, 1]}
+    return out
+
+
+def _flat_note(sub: pd.DataFrame, k: int, metric: str, z: float, exact: list[np.ndarray], eps: list[float],
+               counts: np.ndarray) -> str | None:
+    """The note that replaces a flat panel (module constant FLAT), or None when the panel shows something."""
+    means = sub[metric].to_numpy(float)
+    half = z * sub[f"{metric}_se"].to_numpy(float)
+    vals = np.concatenate([means - half, means + half] + exact)
+    vals = vals[np.isfinite(vals)]
+    if not vals.size or vals.max() - vals.min() > FLAT:
+        return None
+    rng = f"ε = {eps[0]:g}" if len(eps) == 1 else f"every ε in [{eps[0]:g}, {eps[-1]:g}]"
+    name = "utility" if metric == "utility" else f"recall@{k}"
+    if np.all(means == 1.0):
+        top = np.sort(counts)[::-1]
+        lead = ("" if top.size <= k else f"; the largest count leads the second by {top[0] - top[1]:g}" if k == 1
+                else f"; the {k}th largest count leads the next by {top[k - 1] - top[k]:g}")
+        miss = max((1 - float(np.min(c)) for c in exact), default=None)
+        exact_txt = f" (exact law: > 1 − {max(miss, 1e-300):.0e})" if miss is not None and miss > 0 else (
+            " (exact law: 1 to double precision)" if miss is not None else "")
+        return (f"not drawn: {name} = 1 in every draw of every mechanism at {rng}{exact_txt}{lead}. "
+                "Nothing to compare here: every mechanism always finds the true top k.")
+    return (f"not drawn: every mechanism's {name} is {float(np.mean(vals)):.3f} ± {FLAT:g} at {rng}; "
+            "nothing to compare here.")
+
+
 def plot(spec: TopKSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
+    """Per dataset, utility (top row) and recall@k (bottom row) against ε, one column per k, with
+    CLT intervals. Monte Carlo points are joined by lines only when the run has three or more ε
+    values (two points joined by a line would suggest a trend between them that was not measured);
+    at k = 1 the exact laws are drawn as dotted curves over the ε range and the Monte Carlo points
+    as markers on them. A panel in which nothing varies (every value within FLAT of one level) is
+    replaced by a note saying why."""
+    import textwrap
+
     df = ok_rows(results)
     out: list[Path] = []
     if not len(df):
@@ -364,39 +413,58 @@ def plot(spec: TopKSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Pa
         ks = [k for k in spec.ks if (sub["k"] == k).any()]
         if not ks:
             continue
+        counts = d.counts()
+        eps = sorted(float(e) for e in sub["epsilon"].unique())
+        joined = len(eps) >= 3
+        grid = np.geomspace(eps[0], eps[-1], 25) if len(eps) > 1 else np.asarray(eps)
+        exact = _exact_curves(spec, counts, grid) if 1 in ks else {}
         fig = Figure(figsize=(max(3.1 * len(ks), 7.0), 6.6), layout="constrained")
         axes = np.atleast_2d(fig.subplots(2, len(ks), squeeze=False))
         handles: dict[str, Any] = {}
         for col, k in enumerate(ks):
-            for row, (metric, ylab) in enumerate((("utility", "utility: Σ selected / Σ top-k counts"),
-                                                  ("recall", "recall@k (share of true top k)"))):
+            for row, (metric, ylab) in enumerate(_METRICS):
                 ax = axes[row, col]
+                if row == 0:
+                    ax.set_title(f"k = {k}", fontsize=9)
+                if col == 0:
+                    ax.set_ylabel(ylab, fontsize=8)
+                cells = sub[sub["k"] == k]
+                curves = [exact[m][metric] for m in spec.methods if m in exact] if k == 1 else []
+                note = _flat_note(cells, k, metric, z, curves, eps, counts)
+                if note is not None:
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+                    ax.text(0.5, 0.5, textwrap.fill(note, 34), transform=ax.transAxes, ha="center", va="center",
+                            fontsize=8, color="0.25")
+                    continue
                 for i, m in enumerate(spec.methods):
-                    s = sub[(sub["method"] == m) & (sub["k"] == k)].sort_values("epsilon")
+                    s = cells[cells["method"] == m].sort_values("epsilon")
                     if not len(s):
                         continue
                     x = s["epsilon"].to_numpy(float) * (1 + 0.07 * (i - (len(spec.methods) - 1) / 2))
-                    h = ax.errorbar(x, s[metric], yerr=z * s[f"{metric}_se"], fmt="-o", ms=3.5, capsize=2, lw=1.2,
-                                    color=f"C{i}", label=_LABELS.get(m, m))
+                    # at k = 1 the exact curve is the line; Monte Carlo points are checks on it
+                    line = joined and not (k == 1 and m in exact and len(grid) > 1)
+                    h = ax.errorbar(x, s[metric], yerr=z * s[f"{metric}_se"], fmt="-o" if line else "o", ms=3.5,
+                                    capsize=2, lw=1.2, color=f"C{i}", label=_LABELS.get(m, m), zorder=3)
                     handles.setdefault(_LABELS.get(m, m), h)
-                    if k == 1 and s[f"exact_{metric}"].notna().any():
-                        ax.plot(s["epsilon"], s[f"exact_{metric}"], ":", color=f"C{i}", lw=1.4)
-                if k == 1:
-                    (p,) = ax.plot([], [], ":", color="0.3", label="exact law (k = 1)")
-                    handles.setdefault(p.get_label(), p)
+                    if k == 1 and m in exact and len(grid) > 1:
+                        ax.plot(grid, exact[m][metric], ":", color=f"C{i}", lw=1.4, zorder=2)
+                        if "exact law (k = 1)" not in handles:  # one grey legend entry for the dotted curves
+                            (p,) = ax.plot([], [], ":", color="0.3", lw=1.4, label="exact law (k = 1)")
+                            handles[p.get_label()] = p
                 ax.set_xscale("log")
                 ax.set_ylim(-0.03, 1.06)
                 ax.grid(alpha=0.3, which="both")
-                if row == 0:
-                    ax.set_title(f"k = {k}", fontsize=9)
                 if row == 1:
                     ax.set_xlabel("privacy parameter ε (log scale)")
-                if col == 0:
-                    ax.set_ylabel(ylab, fontsize=8)
+        for col in range(len(ks)):  # an x label under every column, even when its lower panel is a note
+            if not axes[1, col].get_xlabel():
+                axes[1, col].set_xlabel(" ")
         fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center",
                    ncols=min(3, len(handles)), fontsize=8)
-        fig.suptitle(f"Top-k selection on {d.label} (n = {d.counts().size}): utility and recall vs ε at equal privacy\n"
-                     f"({spec.draws:,} draws per point, {spec.level:.0%} CLT intervals; points slightly offset)",
-                     fontsize=10)
+        how = "points slightly offset" + ("" if joined else f"; {len(eps)} ε value{'s' if len(eps) > 1 else ''}, so "
+                                           "points are not joined")
+        fig.suptitle(f"Top-k selection on {d.label} (n = {counts.size}): utility and recall vs ε at equal privacy\n"
+                     f"({spec.draws:,} draws per point, {spec.level:.0%} CLT intervals; {how})", fontsize=10)
         out.append(save(fig, fig_dir, f"topk_{d.label}.png"))
     return out
