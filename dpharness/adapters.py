@@ -16,9 +16,14 @@ imported when an adapter is built, never when this module is; a missing one rais
 :class:`MissingLibrary` (an ``ImportError``) with the install hint. Adapted mechanisms audit
 floating-point leaks by default (``float_events=True``): they are third-party float code.
 
-Randomness: diffprivlib is seeded from the audit's generator (an integer ``random_state`` drawn
-from it), so its audits are reproducible; OpenDP draws from the operating system and cannot be
-seeded, so its audits are valid but not bit-reproducible.
+Randomness: diffprivlib (0.6+) is seeded from the audit's generator (an integer ``random_state``
+drawn from it), so its audits are reproducible; earlier diffprivlib releases and OpenDP draw from
+the operating system and cannot be seeded, so their audits are valid but not bit-reproducible
+(the adapted object's ``seeded`` attribute says which).
+
+Releases: the same calls work from OpenDP 0.3 and diffprivlib 0.4 on (docs/adapters.md,
+"Versions tested"); what an old release does not describe (OpenDP's metric and measure before
+0.7, its map before 0.5) is inferred from the object.
 """
 
 from __future__ import annotations
@@ -116,10 +121,60 @@ OPENDP_MEASURES: dict[str, str] = {
 DEFAULT_DELTA = 1e-6
 
 _INT_TYPES = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
+_MEASURE_KINDS = {"MaxDivergence": "pure", "FixedSmoothedMaxDivergence": "approximate",
+                  "SmoothedMaxDivergence": "profile", "ZeroConcentratedDivergence": "zcdp"}
+_OUR_MEASURES = {"pure": "max_divergence", "approximate": "approximate(max_divergence)",
+                 "profile": "smoothed_max_divergence", "zcdp": "zero_concentrated_divergence"}
 
 
 def _is_measurement(obj: Any) -> bool:
-    return all(hasattr(obj, a) for a in ("map", "input_metric", "output_measure", "input_domain")) and callable(obj)
+    """An OpenDP ``Measurement`` of any release: since 0.7 it describes its domain, metric and
+    measure; before, only its carrier and distance types (and before 0.5 it has a privacy
+    relation ``check`` instead of a map)."""
+    if not callable(obj) or not (hasattr(obj, "map") or hasattr(obj, "check")):
+        return False
+    return all(hasattr(obj, a) for a in ("input_metric", "output_measure", "input_domain")) or all(
+        hasattr(obj, a) for a in ("input_carrier_type", "input_distance_type", "output_distance_type"))
+
+
+def _describes_itself(meas: Any) -> bool:
+    """Whether the measurement carries its input domain, metric and measure (OpenDP 0.7+)."""
+    return _attr(meas, "input_metric") is not None and _attr(meas, "output_measure") is not None
+
+
+def _carrier(meas: Any) -> str:
+    dom = _attr(meas, "input_domain")
+    return str(dom.carrier_type) if dom is not None else str(meas.input_carrier_type)
+
+
+def _our_metric(name: str) -> str:
+    """``name`` (ours, e.g. "symmetric_distance", or OpenDP's, e.g. "SymmetricDistance()") as ours."""
+    head = str(name).split("(")[0].split("<")[0].strip()
+    if head in OPENDP_METRICS:
+        return OPENDP_METRICS[head]
+    ours = set(OPENDP_METRICS.values()) | {"linf_monotone_distance"}
+    if head in ours:
+        return head
+    raise ValueError(f"input_metric {name!r} is not supported; supported: {', '.join(sorted(ours))} "
+                     f"(or OpenDP's names: {', '.join(OPENDP_METRICS)})")
+
+
+def _our_measure(name: str) -> str:
+    """``name`` (ours, e.g. "max_divergence", or OpenDP's) as one of pure/approximate/profile/zcdp."""
+    text = str(name).strip()
+    flat = text.replace(" ", "").lower()
+    if flat.startswith("approximate(") and flat[len("approximate("):].startswith(("maxdivergence", "max_divergence")):
+        return "approximate"
+    head = text.split("(")[0].split("<")[0].strip()
+    if head in _MEASURE_KINDS:
+        return _MEASURE_KINDS[head]
+    for kind, ours in _OUR_MEASURES.items():
+        if head == ours or flat == ours:
+            return kind
+    if head in ("fixed_smoothed_max_divergence",):
+        return "approximate"
+    raise ValueError(f"output_measure {name!r} is not supported; supported: {', '.join(_OUR_MEASURES.values())} "
+                     f"(or OpenDP's names: {', '.join(OPENDP_MEASURES)})")
 
 
 def _metric_of(meas: Any) -> str:
@@ -138,11 +193,50 @@ def _measure_of(meas: Any) -> str:
     if text.startswith("Approximate(") and text[len("Approximate("):].startswith("MaxDivergence"):
         return "approximate"
     head = text.split("(")[0].split("<")[0].strip()
-    kinds = {"MaxDivergence": "pure", "FixedSmoothedMaxDivergence": "approximate", "SmoothedMaxDivergence": "profile",
-             "ZeroConcentratedDivergence": "zcdp"}
-    if head not in kinds:
+    if head not in _MEASURE_KINDS:
         raise ValueError(f"OpenDP output measure {text} is not supported; supported: {', '.join(OPENDP_MEASURES)}")
-    return kinds[head]
+    return _MEASURE_KINDS[head]
+
+
+def _legacy_metric(meas: Any) -> str:
+    """The input metric of a measurement from OpenDP < 0.7, which names only its carrier and
+    distance types. Scalars: ``AbsoluteDistance<T>`` measures in T (floats, or an integer equal to
+    the carrier), ``DiscreteDistance`` in u32 (booleans, strings, categories); vectors with integer
+    distances are datasets under ``SymmetricDistance``. Vectors with float distances (L1, L2 or
+    LInf) cannot be told apart: ``input_metric=`` must say."""
+    carrier, dist = str(meas.input_carrier_type), str(meas.input_distance_type)
+    if carrier.startswith("Vec<"):
+        if dist in _INT_TYPES:
+            return "symmetric_distance"
+        raise ValueError(f"this OpenDP measurement (before 0.7) takes {carrier} at {dist} distances, which may be "
+                         "L1, L2 or LInf: pass input_metric='l1_distance', 'l2_distance' or 'linf_distance'")
+    if carrier in ("f32", "f64") or carrier == dist:
+        return "absolute_distance"
+    if dist in _INT_TYPES:
+        return "discrete_distance"
+    raise ValueError(f"cannot tell the input metric of this OpenDP measurement (before 0.7; {carrier} at {dist} "
+                     "distances): pass input_metric=")
+
+
+def _legacy_measure(meas: Any, d_ref: Any) -> str:
+    """The output measure of a measurement from OpenDP < 0.7, from its output distance type:
+    ``(f64, f64)`` pairs are approximate DP, ``SMDCurve`` a privacy profile. A bare float is pure
+    DP or zCDP (0.5 and 0.6 give their Gaussians a rho): maps of pure DP grow linearly in the
+    input distance (or stay put), zCDP maps quadratically (rho of noise scaled to d is d^2 times
+    rho at 1), so a map that more than triples from d to 2d is read as zCDP. Privacy relations
+    (before 0.5) predate zCDP."""
+    t = str(meas.output_distance_type)
+    if t.startswith("("):
+        return "approximate"
+    if "SMDCurve" in t:
+        return "profile"
+    if not hasattr(meas, "map"):
+        return "pure"
+    try:
+        at_d, at_2d = float(_quiet(lambda: meas.map(d_ref))), float(_quiet(lambda: meas.map(d_ref * 2)))
+    except Exception:  # noqa: BLE001 - a map that cannot be read at 2d: no evidence of zCDP
+        return "pure"
+    return "zcdp" if at_d > 0 and at_2d > 3 * at_d else "pure"
 
 
 def _attr(obj: Any, name: str) -> Any:
@@ -157,7 +251,7 @@ def _attr(obj: Any, name: str) -> Any:
 
 
 def _integral_distance(meas: Any, metric: str) -> bool:
-    t = _attr(meas, "input_distance_type") or _attr(meas.input_metric, "distance_type")
+    t = _attr(meas, "input_distance_type") or _attr(_attr(meas, "input_metric"), "distance_type")
     if isinstance(t, str) and t:
         return t in _INT_TYPES
     return metric in ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance",
@@ -226,15 +320,16 @@ def _to_carrier(data: Any, carrier: str) -> Any:
 
 class _OpenDPRelease:
     """``size`` releases: ``measurement(data)`` called ``size`` times (OpenDP samples from the
-    operating system, so ``rng`` is not used). Data outside the input domain raise ValueError."""
+    operating system, so ``rng`` is not used). Data outside the input domain raise ValueError
+    (OpenDP 0.7+; earlier releases do not describe their domain)."""
 
     def __init__(self, source: _Measurement) -> None:
         self.source = source
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         meas = self.source.get()
-        dom = meas.input_domain
-        x = _to_carrier(data, str(dom.carrier_type))
+        dom = _attr(meas, "input_domain")
+        x = _to_carrier(data, _carrier(meas))
         member = _attr(dom, "member")
         if member is not None:
             try:
@@ -246,18 +341,58 @@ class _OpenDPRelease:
         return np.asarray(_quiet(lambda: [meas(x) for _ in range(size)]))
 
 
+def _smallest_accepted(accepts: Callable[[float], bool], what: str) -> float:
+    """The smallest epsilon (to a relative 1e-12) that a privacy relation accepts, from above: the
+    value returned is always one the relation accepted, so the claim built from it is the
+    library's own (relations are monotone in epsilon)."""
+    hi = 1.0
+    while not accepts(hi):
+        hi *= 2.0
+        if hi > 1e12:
+            raise ValueError(f"the measurement's privacy relation accepts no epsilon up to 1e12 at {what}")
+    lo = 0.0
+    while hi - lo > 1e-12 * hi:
+        mid = (lo + hi) / 2
+        if not lo < mid < hi:
+            break
+        if accepts(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 class _OpenDPMap:
     """The measurement's privacy map as (epsilon, delta): pure and approximate measures as they
-    are, a privacy profile at ``delta``, zCDP's rho converted at ``delta``."""
+    are, a privacy profile at ``delta``, zCDP's rho converted at ``delta``. A measurement with a
+    privacy relation instead of a map (OpenDP < 0.5) is read by bisection: the smallest epsilon
+    its ``check(d_in, epsilon)`` (or ``check(d_in, (epsilon, delta))``) accepts."""
 
     def __init__(self, source: _Measurement, measure: str, delta: float, integral: bool) -> None:
         self.source, self.measure, self.delta, self.integral = source, measure, delta, integral
+        self._cache: dict = {}
+
+    def _relation(self, meas: Any, d: Any) -> Any:
+        def accepts(eps: float) -> bool:
+            d_out = (eps, self.delta) if self.measure == "approximate" else eps
+            try:
+                return bool(_quiet(lambda: meas.check(d, d_out)))
+            except Exception:  # noqa: BLE001 - the library refusing an epsilon is not accepting it
+                return False
+
+        if self.measure not in ("pure", "approximate"):
+            raise ValueError(f"a privacy relation (OpenDP before 0.5) is read for pure or approximate DP, not "
+                             f"{_OUR_MEASURES[self.measure]}")
+        eps = _smallest_accepted(accepts, f"d_in={d}")
+        return (eps, self.delta) if self.measure == "approximate" else eps
 
     def __call__(self, d_in: Any) -> Any:
-        meas = self.source.get()
         # maps are monotone: an integer distance type is evaluated at the next integer up
         d = math.ceil(float(d_in)) if self.integral else float(d_in)
-        out = meas.map(d)
+        if d not in self._cache:
+            meas = self.source.get()
+            self._cache[d] = _quiet(lambda: meas.map(d)) if hasattr(meas, "map") else self._relation(meas, d)
+        out = self._cache[d]
         if self.measure == "pure":
             return float(out)
         if self.measure == "approximate":
@@ -267,21 +402,25 @@ class _OpenDPMap:
             return float(out.epsilon(self.delta)), self.delta
         return zcdp_to_approx_dp(float(out), self.delta), self.delta
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_cache": {}}
 
-def _opendp_example(dom: Any) -> Any:
-    """A member of the input domain built from its description (for inferring the output kind)."""
-    carrier = str(dom.carrier_type)
 
-    def atom(d: Any, t: str) -> Any:
-        bounds = _bounds_of(d) if d is not None else None
-        if bounds:
-            return _convert_atom(bounds[0], t)
-        return {"bool": False, "String": "a"}.get(t, 0.0 if t in ("f64", "f32") else 0)
+def _example_atom(carrier: str, bounds: tuple | None = None) -> Any:
+    if bounds:
+        return _convert_atom(bounds[0], carrier)
+    return {"bool": False, "String": "a"}.get(carrier, 0.0 if carrier in ("f64", "f32") else 0)
 
+
+def _opendp_example(meas: Any) -> Any:
+    """A member of the input domain built from its description (for inferring the output kind):
+    its lower bound, else 0 / False / "a"; three records for a dataset of unknown size."""
+    dom = _attr(meas, "input_domain")
+    carrier = _carrier(meas)
     if carrier.startswith("Vec<"):
         n = _attr(dom, "size") or 3
-        return [atom(_attr(dom, "element_domain"), carrier[4:-1])] * int(n)
-    return atom(dom, carrier)
+        return [_example_atom(carrier[4:-1], _bounds_of(dom) if dom is not None else None)] * int(n)
+    return _example_atom(carrier, _bounds_of(dom) if dom is not None else None)
 
 
 def _bounds_of(dom: Any) -> tuple | None:
@@ -302,6 +441,8 @@ def _bounds_of(dom: Any) -> tuple | None:
 
 def _opendp_attributes(dom: Any, metric: str) -> dict:
     """What the pair generators use: data bounds, vector length."""
+    if dom is None:
+        return {}
     attrs: dict = {}
     bounds = _bounds_of(dom)
     if bounds:
@@ -314,8 +455,14 @@ def _opendp_attributes(dom: Any, metric: str) -> dict:
 
 def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kind: str | None = None,
            example: Any = None, neighbours: str | None = None, input_domain: Any = None, name: str = "",
-           attributes: dict | None = None, float_events: bool = True) -> WrappedMechanism:
+           attributes: dict | None = None, float_events: bool = True, input_metric: str | None = None,
+           output_measure: str | None = None) -> WrappedMechanism:
     """An OpenDP ``Measurement`` as an auditable mechanism whose claim is its own privacy map.
+
+    Works with OpenDP releases from 0.3 on (docs/adapters.md, "Versions tested"): since 0.7 the
+    measurement names its input domain, metric and measure; before, only its carrier and distance
+    types, from which the metric and measure are inferred; before 0.5 it has a privacy relation
+    instead of a map, read by bisection.
 
     Parameters
     ----------
@@ -330,8 +477,9 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
     delta
         For ``smoothed_max_divergence`` (a privacy profile) and ``zero_concentrated_divergence``
         (rho, converted by :func:`dpharness.verifiers.claims.zcdp_to_approx_dp`): the delta at
-        which epsilon is read; default :data:`DEFAULT_DELTA`. Not used by pure or approximate
-        measures, whose maps give (epsilon, delta) themselves.
+        which epsilon is read; default :data:`DEFAULT_DELTA`. For an approximate-DP privacy
+        relation (OpenDP < 0.5): the delta at which its smallest epsilon is found. Not used by
+        pure or approximate measures with a map, whose maps give (epsilon, delta) themselves.
     kind
         ``"real"`` or ``"finite"``; default: inferred from one release on ``example`` (float
         outputs are real, integers, booleans and strings finite).
@@ -345,32 +493,54 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
         As for :func:`dpharness.verifiers.wrap` (bounds and vector lengths of the measurement's
         domain are added to ``attributes``; ``input_domain`` defaults to {False, True} for a
         boolean domain).
+    input_metric, output_measure
+        Only for measurements of OpenDP < 0.7, which do not name them, where the inference is
+        ambiguous (vectors at float distances: L1, L2 or LInf) or to override it; ours or
+        OpenDP's names (``"l1_distance"`` or ``"L1Distance"``). A measurement that names its own
+        must agree with them.
     """
     _require("opendp", "opendp")
     source = _Measurement(measurement)
     meas = source.get()
-    metric = _metric_of(meas)
-    measure = _measure_of(meas)
-    if delta is not None and measure in ("pure", "approximate"):
-        raise ValueError(f"delta is for privacy profiles and zCDP; this measurement's measure "
-                         f"({meas.output_measure}) gives (epsilon, delta) itself: drop delta")
+    if isinstance(d_in, bool) or not isinstance(d_in, numbers.Real) or not 0 < float(d_in) < math.inf:
+        raise ValueError(f"d_in must be a finite distance > 0, got {d_in!r}")
+    described = _describes_itself(meas)
+    metric = _metric_of(meas) if described else (
+        _our_metric(input_metric) if input_metric is not None else _legacy_metric(meas))
+    if described and input_metric is not None and _our_metric(input_metric) != metric:
+        raise ValueError(f"input_metric={input_metric!r} disagrees with the measurement's own {meas.input_metric}")
+    integral = _integral_distance(meas, metric)
+    d_ref = math.ceil(float(d_in)) if integral else float(d_in)
+    measure = _measure_of(meas) if described else (
+        _our_measure(output_measure) if output_measure is not None else _legacy_measure(meas, d_ref))
+    if described and output_measure is not None and _our_measure(output_measure) != measure:
+        raise ValueError(f"output_measure={output_measure!r} disagrees with the measurement's own "
+                         f"{meas.output_measure}")
+    has_map = hasattr(meas, "map")
+    if delta is not None and (measure == "pure" or (measure == "approximate" and has_map)):
+        raise ValueError(f"delta is for privacy profiles, zCDP and approximate-DP relations; this measurement's "
+                         f"measure ({_OUR_MEASURES[measure]}) gives (epsilon, delta) itself: drop delta")
     dl = DEFAULT_DELTA if delta is None else delta
     if isinstance(dl, bool) or not isinstance(dl, numbers.Real) or not 0 < float(dl) < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    dom = meas.input_domain
+    dom = _attr(meas, "input_domain")
+    carrier = _carrier(meas)
     release = _OpenDPRelease(source)
     if kind is None:
-        probe = _opendp_example(dom) if example is None else example
+        probe = _opendp_example(meas) if example is None else example
         try:
             kind = _kind_of(release(probe, 1, np.random.default_rng(0)))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"could not infer the output kind from one release on {probe!r:.60} ({exc}); pass "
                              "kind='real' or 'finite', or example= a member of the input domain") from None
-    attrs = {**_opendp_attributes(dom, metric), **(attributes or {})}
-    if input_domain is None and str(dom.carrier_type) == "bool":
+    attrs = {"seeded": False, **_opendp_attributes(dom, metric), **(attributes or {})}  # OpenDP: OS randomness
+    if input_domain is None and carrier == "bool":
         input_domain = [False, True]
-    label = name or f"OpenDP measurement ({meas.input_metric} -> {meas.output_measure})"
-    privacy_map = _OpenDPMap(source, measure, float(dl), _integral_distance(meas, metric))
+    if described:
+        label = name or f"OpenDP measurement ({meas.input_metric} -> {meas.output_measure})"
+    else:
+        label = name or f"OpenDP measurement ({carrier}, {metric} -> {_OUR_MEASURES[measure]})"
+    privacy_map = _OpenDPMap(source, measure, float(dl), integral)
     return wrap(release, privacy_map=privacy_map, input_metric=metric, neighbours=neighbours, kind=kind,
                 sensitivity=d_in, name=label, attributes=attrs, float_events=float_events,
                 input_domain=input_domain)
@@ -465,21 +635,23 @@ def diffprivlib_mechanism(mechanism: Any, *, name: str = "", float_events: bool 
                         "variants), Exponential, PermuteAndFlip, Binary")
     eps, dl = float(mechanism.epsilon), float(getattr(mechanism, "delta", 0.0) or 0.0)
     label = name or f"diffprivlib {cls_name}"
+    seeded = {"seeded": _recipe(mechanism)[2]}  # random_state exists from diffprivlib 0.6 on
     if cls_name == "Binary":
         return wrap(_DplMechanismRelease(mechanism, "label"), epsilon=eps, delta=dl, neighbours="local",
                     input_domain=[mechanism.value0, mechanism.value1], kind="finite", name=label,
-                    float_events=float_events)
+                    attributes=seeded, float_events=float_events)
     sens = float(mechanism.sensitivity)
     if cls_name in _UTILITY_MECHANISMS:
         rel = "score_monotone" if getattr(mechanism, "monotonic", False) else "score_linf"
-        attrs = {"length": len(mechanism.utility)} if getattr(mechanism, "utility", None) is not None else {}
+        attrs = {**seeded, **({"length": len(mechanism.utility)} if getattr(mechanism, "utility", None) is not None
+                              else {})}
         return wrap(_DplMechanismRelease(mechanism, "utility"), epsilon=eps, delta=dl, neighbours=rel,
                     sensitivity=sens, kind="finite", name=label, attributes=attrs, float_events=float_events)
     integer = _is_integer_mechanism(cls_name)
-    attrs = {}
+    attrs = dict(seeded)
     lo, hi = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
     if lo is not None and hi is not None and math.isfinite(float(lo)) and math.isfinite(float(hi)):
-        attrs = {"lower": float(lo), "upper": float(hi)}
+        attrs.update(lower=float(lo), upper=float(hi))
     return wrap(_DplMechanismRelease(mechanism, "integer" if integer else "real"), epsilon=eps, delta=dl,
                 neighbours="value", sensitivity=sens, kind="finite" if integer else "real", name=label,
                 attributes=attrs, float_events=float_events)
@@ -501,10 +673,20 @@ TOOL_RELATIONS: dict[str, str] = {
 _INTEGER_TOOLS = ("count_nonzero", "histogram", "histogramdd")
 
 
+def _takes(fn: Callable[..., Any], param: str) -> bool:
+    """Whether ``fn`` names ``param`` (diffprivlib's tools swallow unknown keywords with a warning:
+    ``random_state`` exists from 0.6 on, and passing it earlier would silently not seed)."""
+    try:
+        return param in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class _DplToolRelease:
     """``size`` releases of a diffprivlib tool on ``data``: one call per release, each with a
-    seed drawn from ``rng`` and a fresh ``BudgetAccountant`` (the default one records every
-    spend, and its ledger would grow with every release)."""
+    seed drawn from ``rng`` (diffprivlib 0.6+; earlier tools draw from the operating system) and a
+    fresh ``BudgetAccountant`` (the default one records every spend, and its ledger would grow
+    with every release)."""
 
     def __init__(self, tool: str, epsilon: float, kwargs: dict) -> None:
         self.tool, self.epsilon, self.kwargs = tool, epsilon, kwargs
@@ -512,10 +694,12 @@ class _DplToolRelease:
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         fn = getattr(_require("diffprivlib.tools", "diffprivlib"), self.tool)
         accountant = _require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
+        seeded = _takes(fn, "random_state")
         a = _as_array(data)
         out = []
         for s in _seeds(rng, size):
-            r = _quiet(lambda s=s: fn(a, epsilon=self.epsilon, random_state=s, accountant=accountant(), **self.kwargs))
+            kw = {**self.kwargs, **({"random_state": s} if seeded else {})}
+            r = _quiet(lambda kw=kw: fn(a, epsilon=self.epsilon, accountant=accountant(), **kw))
             out.append(r[0] if isinstance(r, tuple) else r)  # histograms: (counts, edges); the edges are public
         return np.asarray(out)
 
@@ -544,10 +728,10 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
     if kind is None:
         integral = np.issubdtype(np.dtype(kwargs["dtype"]), np.integer) if kwargs.get("dtype") is not None else False
         kind = "finite" if tool_name in _INTEGER_TOOLS or integral else "real"
-    attrs: dict = {}
+    attrs: dict = {"seeded": _takes(getattr(tools, tool_name), "random_state")}
     b = kwargs.get("bounds", kwargs.get("range"))
     if b is not None and len(b) == 2 and all(isinstance(x, numbers.Real) for x in b):
-        attrs = {"lower": float(b[0]), "upper": float(b[1])}
+        attrs.update(lower=float(b[0]), upper=float(b[1]))
     return wrap(_DplToolRelease(tool_name, float(epsilon), dict(kwargs)), epsilon=epsilon, neighbours=rel, kind=kind,
                 name=name or f"diffprivlib.tools.{tool_name}", attributes=attrs, float_events=float_events)
 
@@ -625,7 +809,8 @@ def diffprivlib_model(model: Any, *, outputs: tuple[str, ...] | None = None, sup
                          f"defaults exist for {', '.join(MODEL_OUTPUTS)}")
     sup = (cls_name not in _UNSUPERVISED) if supervised is None else bool(supervised)
     return wrap(_DplModelRelease(model, outs, sup), epsilon=float(model.epsilon), neighbours=neighbours,
-                kind="real", name=name or f"diffprivlib {cls_name}", float_events=float_events)
+                kind="real", name=name or f"diffprivlib {cls_name}", float_events=float_events,
+                attributes={"seeded": "random_state" in model.get_params()})
 
 
 def diffprivlib(obj: Any, **kwargs: Any) -> WrappedMechanism:

@@ -1,10 +1,18 @@
 """dpharness.adapters: OpenDP measurements and diffprivlib mechanisms, tools and models audited as
 they ship (docs/adapters.md). Skipped when a library is missing (the CI installs the peers extra).
 
+The same tests run against older releases of both libraries (docs/adapters.md, "Versions
+tested"): the measurement constructors below follow the installed OpenDP's API (``make_laplace``
+since 0.8, ``make_base_laplace`` before; ``opendp.prelude`` since 0.7, ``opendp.measurements`` and
+friends before), and what a release cannot do (describe its domain before OpenDP 0.7, seed its
+draws before diffprivlib 0.6) is skipped with the reason. Release-specific checks (privacy
+relations of OpenDP < 0.5, shipped bugs) are in tests/test_adapters_releases.py.
+
 Thresholds: OpenDP draws from the operating system, so its audits cannot be seeded; the "not
 flagged" audits of correct measurements use alpha = 1e-3, which bounds their failure probability
-(P[certified bound > true epsilon] <= alpha). diffprivlib is seeded from our generator, so its
-verdicts are deterministic. The "flagged" OpenDP audits claim half the true loss and certify a
+(P[certified bound > true epsilon] <= alpha). diffprivlib is seeded from our generator (0.6+), so
+its verdicts are deterministic; its "not flagged" audits use alpha = 1e-3 too, for the releases
+before 0.6 that cannot be seeded. The "flagged" OpenDP audits claim half the true loss and certify a
 pre-registered tail event whose loss is exactly the true one (no selection step, so the OS
 randomness cannot make them flaky): bounds within ~0.1 of the true loss, far above the claim.
 """
@@ -12,10 +20,12 @@ randomness cannot make them flaky): bounds within ~0.1 of the true loss, far abo
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import pickle
 import warnings
 from importlib import metadata
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -28,10 +38,37 @@ from dpharness.testing import DPViolation, assert_dp
 N = 20_000
 
 
-def _dp():
-    dp = pytest.importorskip("opendp.prelude")
-    dp.enable_features("contrib")
-    return dp
+def _release(dist: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in metadata.version(dist).split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return (0, 0)
+
+
+def _od() -> SimpleNamespace:
+    """The installed OpenDP's modules under one set of names: ``m`` measurements, ``t``
+    transformations, ``c`` combinators; ``dp`` the prelude (0.7+) or None."""
+    pytest.importorskip("opendp")
+    if _release("opendp") < (0, 5):
+        pytest.skip("OpenDP before 0.5 has privacy relations, not maps (tests/test_adapters_releases.py)")
+    from opendp.mod import enable_features
+
+    enable_features("contrib", *(("floating-point",) if _release("opendp") < (0, 7) else ()))
+
+    def module(*names: str):
+        for n in names:
+            try:
+                with warnings.catch_warnings():  # older releases warn on import (np.bool8); not ours to fix
+                    warnings.simplefilter("ignore")
+                    return importlib.import_module(f"opendp.{n}")
+            except ImportError:
+                continue
+        raise ImportError(names)
+
+    dp = module("prelude") if _release("opendp") >= (0, 7) else None
+    return SimpleNamespace(dp=dp, m=module("measurements", "meas"), t=module("transformations", "trans"),
+                           c=module("combinators", "comb"), modern=hasattr(module("measurements", "meas"),
+                                                                            "make_laplace"))
 
 
 def _floats(dp):
@@ -45,15 +82,38 @@ def _floats(dp):
 def _laplace(scale: float = 1.0):
     """OpenDP's Laplace on one float, absolute distance (map: d_in / scale). Module-level, so
     the adapted mechanism pickles by reference."""
-    dp = _dp()
-    return dp.m.make_laplace(_floats(dp), dp.absolute_distance(T=float), scale=scale)
+    o = _od()
+    if o.modern:
+        return o.m.make_laplace(_floats(o.dp), o.dp.absolute_distance(T=float), scale=scale)
+    return o.m.make_base_laplace(scale)
 
 
 def _bounded_sum():
     """Sum of records in [0, 10] (symmetric distance) then Laplace of scale 10: map(d) = d."""
-    dp = _dp()
-    return (dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(0.0, 10.0))), dp.symmetric_distance())
-            >> dp.m.then_laplace(10.0))
+    o = _od()
+    if o.modern:
+        dp = o.dp
+        return (dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(0.0, 10.0))), dp.symmetric_distance())
+                >> dp.m.then_laplace(10.0))
+    return o.t.make_bounded_sum((0.0, 10.0)) >> o.m.make_base_laplace(10.0)
+
+
+def _count():
+    """A count of string records then discrete Laplace noise of scale 1 (integer releases)."""
+    o = _od()
+    if o.modern:
+        dp = o.dp
+        return (dp.t.make_count(dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance())
+                >> dp.m.then_laplace(1.0))
+    return o.t.make_count(TIA=str) >> o.m.make_base_discrete_laplace(1.0)
+
+
+def _gaussian(scale: float = 1.0):
+    """The Gaussian mechanism on one float under zCDP (rho = (d / scale)^2 / 2)."""
+    o = _od()
+    if o.modern:
+        return o.m.make_gaussian(_floats(o.dp), o.dp.absolute_distance(T=float), scale=scale)
+    return o.m.make_base_gaussian(scale)
 
 
 # --------------------------------------------------------------------------------------------
@@ -61,35 +121,82 @@ def _bounded_sum():
 
 
 def test_opendp_reads_metric_measure_and_map_from_the_object():
+    o = _od()
     meas = _laplace()
     mech = A.opendp(meas)
     assert mech.claim.input_metric == "absolute_distance" and mech.claim.epsilon == float(meas.map(1.0))
-    assert mech.kind == "real" and mech.float_events is True
+    assert mech.kind == "real" and mech.float_events is True and mech.seeded is False
     chain = A.opendp(_bounded_sum())
     assert chain.claim.input_metric == "symmetric_distance" and chain.claim.neighbours == "add_remove"
-    assert chain.attributes["lower"] == 0.0 and chain.attributes["upper"] == 10.0
-    dp = _dp()
-    count = A.opendp(dp.t.make_count(dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance())
-                     >> dp.m.then_laplace(1.0))
-    assert count.kind == "finite"  # integer releases
-    rr = A.opendp(dp.m.make_randomized_response_bool(0.75))
+    count = A.opendp(_count())
+    assert count.kind == "finite" and count.claim.input_metric == "symmetric_distance"  # integer releases
+    rr = A.opendp(o.m.make_randomized_response_bool(0.75))
     assert rr.claim.input_metric == "discrete_distance" and rr.kind == "finite"
     assert rr.claim.epsilon == pytest.approx(math.log(3))
+    if o.dp is None:
+        pytest.skip("OpenDP before 0.7 does not describe its input domain (no bounds, no membership check)")
+    assert chain.attributes["lower"] == 0.0 and chain.attributes["upper"] == 10.0
     with pytest.raises(ValueError, match="not in the measurement's input domain"):
         chain.sample([1.0, 11.0], 3, 0)
 
 
 def test_opendp_measures_become_epsilon_delta():
-    dp = _dp()
-    g = dp.m.make_gaussian(_floats(dp), dp.absolute_distance(T=float), scale=1.0)
+    o = _od()
+    g = _gaussian()
     z = A.opendp(g)  # zCDP: rho converted at the default delta
     assert z.claim.delta == A.DEFAULT_DELTA
-    assert z.claim.epsilon == pytest.approx(dp.c.make_zCDP_to_approxDP(g).map(1.0).epsilon(A.DEFAULT_DELTA), rel=1e-9)
-    profile = A.opendp(dp.c.make_zCDP_to_approxDP(g), delta=1e-5)  # smoothed max divergence
-    fixed = A.opendp(dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(g), 1e-5))  # approximate(max_divergence)
+    assert z.claim.epsilon == pytest.approx(o.c.make_zCDP_to_approxDP(g).map(1.0).epsilon(A.DEFAULT_DELTA), rel=1e-9)
+    profile = A.opendp(o.c.make_zCDP_to_approxDP(g), delta=1e-5)  # smoothed max divergence
+    fixed = A.opendp(o.c.make_fix_delta(o.c.make_zCDP_to_approxDP(g), 1e-5))  # approximate(max_divergence)
     assert (profile.claim.epsilon, profile.claim.delta) == pytest.approx((fixed.claim.epsilon, 1e-5))
     with pytest.raises(ValueError, match="drop delta"):
         A.opendp(_laplace(), delta=1e-6)
+    with pytest.raises(ValueError, match="disagrees|not supported"):
+        A.opendp(_laplace(), input_metric="l2_distance" if o.dp is not None else "no_such_metric")
+
+
+class _OldMeasurement:
+    """The interface of an OpenDP measurement before 0.7 (no domain, metric or measure; only carrier
+    and distance types), with a privacy relation ``check`` (before 0.5) or a ``map`` (0.5, 0.6)."""
+
+    def __init__(self, carrier, distance, output, relation=None, privacy_map=None):
+        self.input_carrier_type, self.input_distance_type, self.output_distance_type = carrier, distance, output
+        if relation is not None:
+            self.check = relation
+        if privacy_map is not None:
+            self.map = privacy_map
+
+    def __call__(self, x):
+        return 0.0 if self.input_carrier_type == "f64" else 0
+
+
+def test_opendp_before_0_7_inferred_from_types_and_relations():
+    pytest.importorskip("opendp")
+    # a relation (OpenDP < 0.5) read by bisection: Laplace of scale 2 accepts epsilon >= d / 2
+    lap = A.opendp(_OldMeasurement("f64", "f64", "f64", relation=lambda d, eps: eps >= d / 2), kind="real")
+    assert lap.claim.input_metric == "absolute_distance" and lap.seeded is False
+    assert 0.5 <= lap.claim.epsilon <= 0.5 * (1 + 1e-9) and 1.5 <= lap.claim.privacy_map(3.0) <= 1.5 * (1 + 1e-9)
+    # an (epsilon, delta) relation at the chosen delta: epsilon >= d * (1 + ln(1e-3 / delta)) when delta < 1e-3
+    gauss = A.opendp(_OldMeasurement("f64", "f64", "(f64, f64)",
+                                     relation=lambda d, ed: ed[0] >= d * (1 + math.log(1e-3 / ed[1]))),
+                     delta=1e-5, kind="real")
+    assert (gauss.claim.epsilon, gauss.claim.delta) == pytest.approx((1 + math.log(100), 1e-5), rel=1e-9)
+    # a map (0.5, 0.6) of a bare float: linear growth is pure DP, quadratic growth zCDP (rho = d^2 / 2)
+    assert A.opendp(_OldMeasurement("f64", "f64", "f64", privacy_map=lambda d: d), kind="real").claim.delta == 0
+    z = A.opendp(_OldMeasurement("f64", "f64", "f64", privacy_map=lambda d: d * d / 2), kind="real")
+    assert z.claim.delta == A.DEFAULT_DELTA and z.claim.epsilon > 0.5
+    # booleans at u32 distances are local (discrete distance); datasets at u32 symmetric distance
+    rr = A.opendp(_OldMeasurement("bool", "u32", "f64", privacy_map=lambda d: math.log(3)), kind="finite")
+    assert rr.claim.input_metric == "discrete_distance" and rr.claim.epsilon == pytest.approx(math.log(3))
+    count = A.opendp(_OldMeasurement("Vec<String>", "u32", "f64", privacy_map=lambda d: float(d)), kind="finite")
+    assert count.claim.input_metric == "symmetric_distance"
+    # vectors at float distances are L1, L2 or LInf: the measurement cannot say, the caller must
+    vec = _OldMeasurement("Vec<f64>", "f64", "f64", privacy_map=lambda d: float(d))
+    with pytest.raises(ValueError, match="pass input_metric='l1_distance'"):
+        A.opendp(vec, kind="real")
+    assert A.opendp(vec, kind="real", input_metric="L1Distance").claim.input_metric == "l1_distance"
+    with pytest.raises(ValueError, match="accepts no epsilon"):
+        A.opendp(_OldMeasurement("f64", "f64", "f64", relation=lambda d, eps: False), kind="real")
 
 
 def test_opendp_laplace_at_its_own_map_is_not_flagged():
@@ -162,17 +269,18 @@ def test_diffprivlib_mechanisms_at_their_epsilon():
     M, _, _ = _dpl()
     lap = A.diffprivlib_mechanism(M.Laplace(epsilon=1.0, sensitivity=2.0))
     assert (lap.claim.epsilon, lap.claim.neighbours, lap.claim.sensitivity, lap.kind) == (1.0, "value", 2.0, "real")
-    assert not V.audit(lap, 0.0, 2.0, samples=N, rng=1, float_events=False).violated
+    assert lap.seeded == (_release("diffprivlib") >= (0, 6))  # random_state exists from 0.6 on
+    assert not V.audit(lap, 0.0, 2.0, samples=N, rng=1, alpha=1e-3, float_events=False).violated
     geo = A.diffprivlib_mechanism(M.Geometric(epsilon=1.0, sensitivity=1))
-    assert geo.kind == "finite" and not V.audit(geo, 3, 4, samples=N, rng=2).violated
+    assert geo.kind == "finite" and not V.audit(geo, 3, 4, samples=N, rng=2, alpha=1e-3).violated
     rr = A.diffprivlib_mechanism(M.Binary(epsilon=1.0, value0="no", value1="yes"))
-    assert rr.claim.neighbours == "local" and not V.audit(rr, "no", "yes", samples=N, rng=3).violated
+    assert rr.claim.neighbours == "local" and not V.audit(rr, "no", "yes", samples=N, rng=3, alpha=1e-3).violated
     ex = A.diffprivlib_mechanism(M.Exponential(epsilon=1.0, sensitivity=1.0, utility=[0.0, 0.0, 0.0]))
     assert ex.claim.neighbours == "score_linf" and not V.audit(ex, [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], samples=N,
-                                                                 rng=4).violated
+                                                                 rng=4, alpha=1e-3).violated
     # assert_dp takes the adapted object as a mechanism with a claim: at its own epsilon it
     # passes; held to half of it (a claim it does not meet) it fails
-    v = assert_dp(lap, 0.0, 2.0, epsilon=1.0, budget=2 * N, rng=5, float_events=False)
+    v = assert_dp(lap, 0.0, 2.0, epsilon=1.0, budget=2 * N, rng=5, alpha=1e-3, float_events=False)
     assert not v.violated
     with pytest.raises(DPViolation, match="VIOLATED"):
         assert_dp(lap, 0.0, 2.0, epsilon=0.5, budget=2 * N, rng=5, float_events=False)
@@ -180,25 +288,30 @@ def test_diffprivlib_mechanisms_at_their_epsilon():
 
 def test_diffprivlib_laplace_float_leak_found_by_the_default_float_events():
     M, _, _ = _dpl()
-    if metadata.version("diffprivlib") != "0.6.6":
-        pytest.skip("finding recorded for diffprivlib 0.6.6")
+    lap = A.diffprivlib_mechanism(M.Laplace(epsilon=1.0, sensitivity=1.0))
+    if not lap.seeded:
+        pytest.skip("diffprivlib before 0.6 cannot be seeded (the finding is recorded in docs/adapters.md)")
     # x + Laplace noise in doubles: the outputs under 0 and 1 fall on different lattices of
     # floats (Mironov 2012); the bit-pattern events certify it (support violation), seeded.
-    v = V.audit(A.diffprivlib_mechanism(M.Laplace(epsilon=1.0, sensitivity=1.0)), 0.0, 1.0, samples=N, rng=1)
+    v = V.audit(lap, 0.0, 1.0, samples=N, rng=1)
     assert v.violated and v.support_violation
 
 
 def test_diffprivlib_tools_at_their_epsilon():
     _, T, _ = _dpl()
     mean = A.diffprivlib_tool(T.mean, epsilon=1.0, bounds=(0.0, 1.0))
-    assert mean.claim.neighbours == "replace_one" and mean.attributes == {"lower": 0.0, "upper": 1.0}
+    assert mean.claim.neighbours == "replace_one" and (mean.lower, mean.upper) == (0.0, 1.0)
     # replace-one pair at the bounds: the mean moves by the full sensitivity (1 - 0) / 3
-    assert not V.audit(mean, [0.0, 0.0, 1.0], [0.0, 0.0, 0.0], samples=4000, rng=1, float_events=False).violated
+    assert not V.audit(mean, [0.0, 0.0, 1.0], [0.0, 0.0, 0.0], samples=4000, rng=1, alpha=1e-3, float_events=False).violated
     hist = A.diffprivlib_tool("histogram", epsilon=1.0, bins=3, range=(0.0, 3.0))
     assert hist.claim.neighbours == "add_remove" and hist.kind == "finite"
     assert hist.sample([0.5, 1.5], 3, 0).shape == (3, 3)  # counts only, one row per release
-    assert not V.audit(hist, [0.5, 1.5], [0.5, 1.5, 2.5], samples=2000, rng=2).violated
-    np.testing.assert_array_equal(mean.sample([0.2, 0.4], 5, 7), pickle.loads(pickle.dumps(mean)).sample([0.2, 0.4], 5, 7))
+    assert not V.audit(hist, [0.5, 1.5], [0.5, 1.5, 2.5], samples=2000, rng=2, alpha=1e-3).violated
+    again = pickle.loads(pickle.dumps(mean))
+    if mean.seeded:  # diffprivlib 0.6+ takes random_state: seeded releases replay
+        np.testing.assert_array_equal(mean.sample([0.2, 0.4], 5, 7), again.sample([0.2, 0.4], 5, 7))
+    else:
+        assert again.sample([0.2, 0.4], 5, 7).shape == (5,)
     with pytest.raises(ValueError, match="pass neighbours="):
         A.diffprivlib_tool("histogram2d", epsilon=1.0)
 
@@ -215,11 +328,13 @@ def test_diffprivlib_model_releases_its_parameter_vector():
     nb = A.diffprivlib_model(DM.GaussianNB(epsilon=1.0, bounds=([0.0], [1.0])))
     out = nb.sample(x, 4, 0)
     assert out.shape == (4, 6)  # theta_ (2x1), var_ (2x1), class_count_ (2)
-    np.testing.assert_array_equal(out, pickle.loads(pickle.dumps(nb)).sample(x, 4, 0))  # seeded, picklable
+    again = pickle.loads(pickle.dumps(nb)).sample(x, 4, 0)  # picklable
+    if nb.seeded:  # diffprivlib 0.6+: seeded fits replay
+        np.testing.assert_array_equal(out, again)
     assert nb.claim.epsilon == 1.0 and nb.claim.neighbours == "replace_one"
     x2 = x.copy()
     x2[0, 0] = 1.0
-    assert not V.audit(nb, x, x2, samples=300, rng=1, float_events=False).violated
+    assert not V.audit(nb, x, x2, samples=300, rng=1, alpha=1e-3, float_events=False).violated
 
 
 def test_missing_library_says_how_to_install(monkeypatch):
@@ -247,7 +362,7 @@ def test_an_adapter_in_an_audit_config_via_a_factory(tmp_path):
 
     import yaml
 
-    pytest.importorskip("diffprivlib")
+    _dpl()  # skips when diffprivlib is missing or does not import with this scikit-learn
     pkg = tmp_path / "libaudit"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
