@@ -11,12 +11,13 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from .chunks import ChunkPlan
-from .execution import _watch_parent, execute_chunk
+from .execution import _watch_parent, execute_chunk, warm_worker
 from .run_result import RunError
 
 __all__ = ["BACKENDS", "DASK_HINT", "SCHEDULER_TIMEOUT"]
@@ -107,6 +108,20 @@ def _open_executor(stack: contextlib.ExitStack, backend: str, jobs: int, schedul
     return _Executor(backend, jobs, workers)
 
 
+def _pool_config(ex: _Executor, pid: int) -> dict[str, Any]:
+    """joblib's ``parallel_config`` of the run's pool. The same arguments every time, so that a
+    pool started early (:class:`_WarmUp`) is the one the chunks then run on (loky reuses its
+    executor when the arguments are equal)."""
+    if ex.backend != "loky":
+        return {"backend": ex.backend, "n_jobs": ex.jobs}
+    # loky workers arm their parent watch at start-up, before any chunk: an idle worker must die
+    # with the run too (bench.execution._watch_parent). One BLAS/OpenMP thread per worker (joblib
+    # sets the thread-count variables in the workers' environment): N workers with N threads each
+    # would fight over N processors.
+    return {"backend": "loky", "n_jobs": ex.jobs, "initializer": _watch_parent, "initargs": (pid,),
+            "inner_max_num_threads": 1}
+
+
 def _iter_chunks(ex: _Executor, kind: str, spec: Any, plan: ChunkPlan, root_seed: int, run_id: str,
                  tasks_dir: Path, stop_path: Path) -> Iterator[dict]:
     """Run the chunks of ``plan`` on the workers; yield each chunk's result as soon as it is back
@@ -121,11 +136,38 @@ def _iter_chunks(ex: _Executor, kind: str, spec: Any, plan: ChunkPlan, root_seed
         with parallel_config(backend="dask"):
             yield from Parallel(n_jobs=-1, batch_size=1, return_as="generator_unordered")(calls)
         return
-    # loky workers arm their parent watch at start-up, before any chunk: an idle worker must die
-    # with the run too (bench.execution._watch_parent)
-    extra = {"initializer": _watch_parent, "initargs": (pid,)} if ex.backend == "loky" else {}
-    with parallel_config(backend=ex.backend, n_jobs=ex.jobs, **extra):
+    with parallel_config(**_pool_config(ex, pid)):
         yield from Parallel(batch_size=1, return_as="generator_unordered")(calls)
+
+
+class _WarmUp:
+    """Start the loky workers in the background: each imports the experiment kind
+    (:func:`bench.execution.warm_worker`) while this process goes on computing chunks; :meth:`ready`
+    says when the pool can take the chunks (:func:`bench.runner._compute`)."""
+
+    def __init__(self, ex: _Executor, kind: str):
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._start, args=(ex, kind, os.getpid()),
+                                        name="dpharness-warm-up", daemon=True)
+        self._thread.start()
+
+    def _start(self, ex: _Executor, kind: str, pid: int) -> None:
+        try:
+            from joblib import Parallel, delayed, parallel_config
+
+            with parallel_config(**_pool_config(ex, pid)):
+                Parallel(batch_size=1)(delayed(warm_worker)(kind) for _ in range(ex.workers))
+        except BaseException as exc:  # noqa: BLE001 - reported by the chunks' own call, if it matters
+            self.error = exc
+        finally:
+            self._done.set()
+
+    def ready(self) -> bool:
+        return self._done.is_set()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
 
 
 def _loky_pool_is_warm(workers: int) -> bool:

@@ -21,7 +21,7 @@ from . import experiments
 from .results import TaskStore
 from .tasks import Task, stable_hash, task_seed
 
-__all__ = ["execute_task", "execute_chunk"]
+__all__ = ["execute_task", "execute_chunk", "warm_worker"]
 
 _SCALARS = (str, float, int, bool, type(None))
 
@@ -110,6 +110,13 @@ def _watch_parent(parent_pid: int) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="dpharness-parent-watch", daemon=True).start()
+
+
+def warm_worker(kind: str) -> int:
+    """A worker's first call when the pool is started ahead of the chunks: import the kind (the
+    bulk of a worker's start-up) so that the first chunk runs at once. Returns the worker's pid."""
+    experiments.get(kind)
+    return os.getpid()
 
 
 def execute_chunk(kind: str, spec: Any, tasks: list[Task], root_seed: int, run_id: str = "",

@@ -125,9 +125,10 @@ def write_manifest(run_dir: Path, m: dict) -> None:
 
 def _finish(run_dir: Path, cfg: Config, module: Any, tasks: list[Task], state: _State, figures: bool,
             manifest: Callable[..., dict], write_manifest: Callable[[dict], None], t_start: float,
-            ex: _Executor) -> RunResult:
-    """results.csv, then the kind's summary, figures and extra outputs (their failures are recorded,
-    not raised), then manifest.json."""
+            ex: _Executor, on_summary: Callable[[Summary], None] | None = None) -> RunResult:
+    """results.csv, then the kind's summary (handed to ``on_summary`` as soon as it is written, so
+    the verdict can be shown before the figures are drawn), figures and extra outputs (their
+    failures are recorded, not raised), then manifest.json."""
     records = state.records
     output_errors: dict[str, str] = {}
     try:
@@ -147,6 +148,8 @@ def _finish(run_dir: Path, cfg: Config, module: Any, tasks: list[Task], state: _
     except Exception as exc:  # noqa: BLE001 - e.g. every task failed: no metric column to summarise
         output_errors["summary"] = _one_line(exc)
         summary, summary_failed = Summary(pd.DataFrame(), "", ok=False), True
+    if on_summary is not None and not summary_failed:
+        on_summary(summary)
     fig_dir = run_dir / "figures"
     fig_dir.mkdir(exist_ok=True)
     fig_list: list[str] = []

@@ -14,10 +14,21 @@ short tasks, so tasks are sent to workers in chunks. The dispatch order interlea
 list (a golden-ratio sequence), so every chunk is a representative sample of the sweep and the
 chunks cost about the same; with ``chunk_size=None`` the size grows from 1 (at most 4x per step)
 towards about :data:`CHUNK_SECONDS` of measured task time, and shrinks near the end so the last
-chunks balance across workers. ``chunk_size=N`` fixes it. Short runs stay in one process: with
-loky workers not yet running, the first :data:`PROBE_SECONDS` of tasks run in the main process,
-and if spreading the rest over the workers would save less than starting them costs
-(:data:`STARTUP_SECONDS`), the run finishes there (the manifest records ``jobs: 1`` and why).
+chunks balance across workers. ``chunk_size=N`` fixes it.
+
+Starting workers. Workers pay for themselves only when the rest of the run is long and the
+processors are really free, so ``--jobs N`` (loky, no pool running yet) begins in the main
+process: after twice :data:`PROBE_SECONDS` of tasks, the task time measured on the second half
+(the first tasks also pay what a process pays once -- data, lazy imports, caches -- which every
+new worker would pay again: that excess counts in its start-up), the processors that other
+programs leave free (:class:`bench.cpu_share.CpuShare`, from ``/proc/stat``) and what starting a
+worker costs (:data:`STARTUP_SECONDS`) say whether spreading the rest saves at least
+:data:`SPREAD_MARGIN` times the start-up (:func:`_spread_estimate`). If not, the run goes on here
+and decides again every :data:`RECHECK_SECONDS`; a run that ends here records ``jobs: 1`` and why
+(``parallelism_note``). If so, the workers start in the background (one BLAS/OpenMP thread each)
+while the main process keeps computing, and they take the rest when ready. So ``--jobs N`` is
+not slower than ``--jobs 1`` by more than the noise of that decision, also on a shared machine.
+``DPHARNESS_PROBE_SECONDS=0`` (or :data:`PROBE_SECONDS` = 0) sends every chunk to the workers.
 
 Persistence and resume. The worker that ran a chunk writes its records at once as one atomic
 ``tasks/chunk-<hash>.json`` (parent-side for an external dask scheduler, whose workers may not
@@ -73,11 +84,12 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import numbers
+import os
 import secrets
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import experiments
 from . import progress as _progress
@@ -92,9 +104,11 @@ from .backends import (  # noqa: F401 - re-exported: bench.runner is the public 
     _open_executor,
     _quiet_distributed,
     _stop_worker_pool,
+    _WarmUp,
 )
 from .chunks import CHUNK_SECONDS, ChunkPlan, spread_order  # noqa: F401 - re-exported
 from .config import Config, load_config
+from .cpu_share import CpuShare
 from .execution import _SIG, _STOPPED, _scalar, _task_signal, execute_chunk, execute_task  # noqa: F401
 from .interrupts import _child_pids, _signals, _StopRequest  # noqa: F401 - re-exported
 from .results import TaskStore, clean_stale_tmp
@@ -115,10 +129,18 @@ __all__ = ["RunError", "RunResult", "run", "execute_task", "execute_chunk", "Chu
            "CHUNK_SECONDS", "SCHEDULER_TIMEOUT"]
 
 #: With loky workers not running yet, this much work (seconds) first runs in this process to
-#: measure the task time (see :func:`_compute`).
-PROBE_SECONDS = 0.2
-#: What starting the worker processes costs (seconds; each imports the scientific stack).
+#: measure the task time (see :func:`_compute`). 0 sends every chunk to the workers at once (no
+#: probe, no decision); the environment variable ``DPHARNESS_PROBE_SECONDS`` sets it for a command.
+PROBE_SECONDS = float(os.environ.get("DPHARNESS_PROBE_SECONDS", "0.2"))
+#: What starting one worker process costs (CPU seconds: an interpreter that imports the scientific
+#: stack and the experiment kind; about 0.6-0.9 s measured on a 2-core machine).
 STARTUP_SECONDS = 1.0
+#: Workers start only when they are expected to save this many times what starting them costs:
+#: the estimates are noisy, and a wrong start makes ``--jobs N`` slower than ``--jobs 1``.
+SPREAD_MARGIN = 1.5
+#: While the run stays in this process (not worth spreading yet), the decision is taken again
+#: after about this much more work (seconds): the other load of the machine may have gone.
+RECHECK_SECONDS = 1.0
 
 
 def _validate_args(jobs: Any, backend: str, scheduler: str | None, chunk_size: Any, out: Any) -> None:
@@ -156,6 +178,7 @@ def run(
     command: str | None = None,
     figures: bool = True,
     chunk_size: int | None = None,
+    on_summary: Callable[[Any], None] | None = None,
 ) -> RunResult:
     """Run an experiment config and write (or complete) its run folder.
 
@@ -184,6 +207,10 @@ def run(
     chunk_size
         Tasks per chunk sent to a worker; ``None`` (default) sizes chunks automatically (module
         docstring). Results do not depend on it.
+    on_summary
+        Called with the kind's :class:`~bench.tasks.Summary` as soon as ``table.csv`` is written,
+        before the figures are drawn (``dpharness run`` prints the verdict then). Not called
+        when the summary step failed.
 
     Raises
     ------
@@ -193,6 +220,7 @@ def run(
         folder exists propagates after the manifest says ``failed``.
     """
     t_start = time.monotonic()
+    share = CpuShare()  # the machine's other load, measured from now on (for --jobs > 1)
     started = _dt.datetime.now(_dt.timezone.utc)
     _validate_args(jobs, backend, scheduler, chunk_size, out)
     parent = Path(out) if out is not None else Path("results")
@@ -219,13 +247,14 @@ def run(
         run_dir, resumed, lock = _claim_run_dir(cfg, parent, resume)
         stack.callback(lock.release)
         return _run_in(run_dir, resumed, cfg, module, tasks, key_set, ex, t_start, started, progress,
-                       command, figures, chunk_size, scheduler)
+                       command, figures, chunk_size, scheduler, share, on_summary)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _run_in(run_dir: Path, resumed: bool, cfg: Config, module: Any, tasks: list[Task], key_set: set[str],
             ex: _Executor, t_start: float, started: _dt.datetime, show_progress: bool, command: str | None,
-            figures: bool, chunk_size: int | None, scheduler: str | None) -> RunResult:
+            figures: bool, chunk_size: int | None, scheduler: str | None, share: CpuShare | None = None,
+            on_summary: Callable[[Any], None] | None = None) -> RunResult:
     """Compute the missing tasks into the locked ``run_dir``, then write the outputs and manifest."""
     store = TaskStore(run_dir)
     known = store.load_all() if resumed else {}
@@ -243,8 +272,9 @@ def _run_in(run_dir: Path, resumed: bool, cfg: Config, module: Any, tasks: list[
         write_manifest(run_dir, m)
 
     try:
-        _compute(ex, cfg, plan, run_dir, store, state, len(tasks), show_progress)
-        res = _finish(run_dir, cfg, module, tasks, state, figures, manifest, write_run_manifest, t_start, ex)
+        _compute(ex, cfg, plan, run_dir, store, state, len(tasks), show_progress, share)
+        res = _finish(run_dir, cfg, module, tasks, state, figures, manifest, write_run_manifest, t_start, ex,
+                      on_summary)
     except BaseException as exc:
         # Leave a manifest that says why the run stopped (still "unfinished": re-running resumes).
         status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
@@ -263,15 +293,36 @@ def _run_in(run_dir: Path, resumed: bool, cfg: Config, module: Any, tasks: list[
     return res
 
 
+def _spread_estimate(remaining: int, per_task: float, workers: int, free: float,
+                     startup_cpu: float) -> tuple[bool, float, float, float]:
+    """Whether to hand ``remaining`` tasks of ``per_task`` seconds each to ``workers`` new workers,
+    with ``free`` processors free (:class:`bench.cpu_share.CpuShare`) and ``startup_cpu`` CPU
+    seconds to start each worker: ``(worth it, rest s, saved s, start-up s)``.
+
+    The rest takes ``rest`` seconds here; on the workers it takes ``rest / speedup`` with
+    ``speedup = min(workers, free)``, once the workers have started on the free processors.
+    Worth it when the time saved is at least :data:`SPREAD_MARGIN` times the start-up."""
+    rest = remaining * per_task
+    speedup = max(1.0, min(float(workers), free))
+    startup = startup_cpu * workers / speedup
+    saved = rest * (1.0 - 1.0 / speedup)
+    return saved >= SPREAD_MARGIN * startup and saved > 0, rest, saved, startup
+
+
 def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: TaskStore, state: _State,
-             n_total: int, show_progress: bool) -> None:
+             n_total: int, show_progress: bool, share: CpuShare | None = None) -> None:
     """Run the plan's chunks, keeping every record that comes back; KeyboardInterrupt when stopped.
 
     ``--jobs 1`` runs in this process. With loky workers not yet started, the first
-    :data:`PROBE_SECONDS` of work also run here, to measure the task time: when the rest would
-    take less than what starting the workers costs (:data:`STARTUP_SECONDS`, saved by parallelism
-    ``rest * (1 - 1/workers)``), the whole run stays here (the manifest records ``jobs: 1`` and
-    why), so a short run is never slower with ``--jobs 2``.
+    :data:`PROBE_SECONDS` of work also run here, to measure the task time, and the run moves to
+    the workers only when that saves clearly more than starting them costs
+    (:func:`_spread_estimate`), counting only the processors that other programs leave free
+    (:class:`bench.cpu_share.CpuShare`). Until then the run goes on here, and the decision is
+    taken again every :data:`RECHECK_SECONDS`; a run that ends here records ``jobs: 1`` and why
+    in the manifest. So ``--jobs N`` is not slower than ``--jobs 1`` by more than the noise of
+    that decision. Once it is worth it, the workers start in the background
+    (:class:`bench.backends._WarmUp`) while this process keeps computing, and take the rest of the
+    plan when they are ready.
     """
     run_id = secrets.token_hex(8)
     stop_path = run_dir / STOP_FILE
@@ -292,36 +343,44 @@ def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: 
             interrupted = True
             plan.stop()
 
-    def here(seconds: float | None = None) -> None:
-        """Run chunks in this process (for at most about ``seconds``, if given)."""
+    def here(seconds: float | None = None, until: Callable[[], bool] | None = None) -> None:
+        """Run chunks in this process: for at most about ``seconds`` if given, and until
+        ``until()`` is true if given (checked between chunks of at most :data:`WARM_POLL` s)."""
         t0 = time.monotonic()
         while not interrupted and run_id not in _STOPPED:
             left = None if seconds is None else seconds - (time.monotonic() - t0)
             if left is not None and left <= 0:
                 return
+            if until is not None:
+                if until():
+                    return
+                left = WARM_POLL if left is None else min(left, WARM_POLL)
             chunk = plan.take(left)
             if chunk is None:
                 return
             keep(execute_chunk(kind, spec, chunk, seed, run_id, tasks_dir, None, None))
 
-    probe = ex.backend == "loky" and ex.workers > 1 and not _loky_pool_is_warm(ex.workers)
+    probe = (ex.backend == "loky" and ex.workers > 1 and PROBE_SECONDS > 0
+             and not _loky_pool_is_warm(ex.workers))
     t0 = time.monotonic()
     bar = _progress.progress(n_total, desc=cfg.name, initial=len(state.records), enabled=show_progress)
+    warm: _WarmUp | None = None
     try:
         with bar:
             if ex.sequential or probe:
                 with _signals(_task_signal):
                     _SIG["run"] = run_id  # a signal between tasks is noted, the chunk ends early
                     try:
-                        here(PROBE_SECONDS if probe else None)
-                        if probe and not interrupted and plan.mean_seconds is not None:
-                            rest = plan.remaining * (plan.mean_seconds or 0.0)
-                            if rest * (1 - 1 / ex.workers) <= STARTUP_SECONDS:
-                                ex.note = (f"ran in this process: spreading the remaining work (about {rest:.2g} s) over "
-                                           f"{ex.workers} workers would save less than starting them costs "
-                                           f"(about {STARTUP_SECONDS:g} s)")
-                                ex.workers = plan.workers = 1
-                                here()
+                        if probe:
+                            warm = _probe(ex, kind, plan, share or CpuShare(), here, lambda: interrupted)
+                            if warm is not None:
+                                here(until=warm.ready)  # the workers start; this process goes on
+                                if not plan.remaining and not interrupted:
+                                    ex.note = ("ran in this process: the work was done before the workers had "
+                                               "started")
+                                    ex.workers = plan.workers = 1
+                        else:
+                            here()
                     finally:
                         _SIG["run"] = None
                 interrupted = interrupted or run_id in _STOPPED
@@ -338,6 +397,8 @@ def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: 
                         raise
                 interrupted = interrupted or stopper.requested or run_id in _STOPPED
     finally:
+        if warm is not None:
+            warm.join(timeout=30.0)  # workers that were still importing: let the call end cleanly
         state.compute_seconds = time.monotonic() - t0
         with contextlib.suppress(OSError):
             stop_path.unlink()
@@ -345,3 +406,46 @@ def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: 
         _STOPPED.discard(run_id)
     if interrupted:
         raise KeyboardInterrupt("stopped")
+
+
+#: While the workers start in the background, this process runs chunks of at most this many
+#: seconds, so that the workers get the rest as soon as they are ready.
+WARM_POLL = 0.1
+
+
+def _probe(ex: _Executor, kind: str, plan: ChunkPlan, share: CpuShare, here: Callable[..., None],
+           stopped: Callable[[], bool]) -> _WarmUp | None:
+    """Run chunks in this process until the workers are worth starting; start them (returned) or
+    finish the plan here (``None``, with ``ex.note`` saying why and ``ex.workers = 1``).
+
+    The first :data:`PROBE_SECONDS` warm the process up: the first tasks also pay what a process
+    pays once (loading data, lazy imports, caches), and so would every new worker. The task time
+    is measured on the tasks after them, and what the first ones took beyond it is added to each
+    worker's start-up (:data:`STARTUP_SECONDS`)."""
+    here(PROBE_SECONDS)
+    n0, s0 = plan.done_n, plan.done_seconds
+    here(PROBE_SECONDS)
+    previous: float | None = None
+    worth, rest, saved, startup, free = False, 0.0, 0.0, 0.0, float(ex.workers)
+    while not stopped() and plan.remaining and plan.done_n > n0:
+        per_task = (plan.done_seconds - s0) / (plan.done_n - n0)
+        once = max(0.0, s0 - n0 * per_task)  # the warm-up's excess over warm tasks
+        now = share.free()
+        # two readings in a row must agree: a moment when the other programs pause is not enough
+        free = now if previous is None else min(now, previous)
+        previous = now
+        worth, rest, saved, startup = _spread_estimate(plan.remaining, per_task, ex.workers, free,
+                                                       STARTUP_SECONDS + once)
+        if worth:
+            return _WarmUp(ex, kind)
+        here(RECHECK_SECONDS)
+    if not stopped() and plan.mean_seconds is not None:
+        if previous is None:  # done within the probe
+            ex.note = (f"ran in this process: the whole work took about {plan.done_seconds:.2g} s, less than "
+                       f"starting {ex.workers} workers costs (about {STARTUP_SECONDS:g} s each)")
+        else:
+            busy = f" with about {free:.1f} of {share.n} processors free" if free < ex.workers else ""
+            ex.note = (f"ran in this process: spreading the remaining work (about {rest:.2g} s) over {ex.workers} "
+                       f"workers{busy} would save less than starting them costs (about {startup:.2g} s)")
+        ex.workers = plan.workers = 1
+    return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from .base import as_rng, check_size
 
@@ -497,7 +497,17 @@ class GridRunsLaw:
         return x.reshape(shape) if shape else x[0]
 
 
-_NOISE = {"laplace": stats.laplace, "cauchy": stats.cauchy}
+class _Dists(dict):
+    """Noise name -> ``scipy.stats`` distribution, looked up when used: importing scipy.stats costs
+    about 0.4 s, which a config check or a run that never evaluates these laws need not pay."""
+
+    def __getitem__(self, name: str) -> Any:
+        from scipy import stats
+
+        return getattr(stats, dict.__getitem__(self, name))
+
+
+_NOISE = _Dists(laplace="laplace", cauchy="cauchy")
 
 
 @dataclass(frozen=True)

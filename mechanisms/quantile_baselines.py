@@ -41,7 +41,6 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import stats
 
 from .base import (
     Mechanism,
@@ -406,6 +405,8 @@ def gaussian_delta(epsilon: float, sigma: float, l2: float) -> float:
     the second term in log space."""
     a = l2 / (2.0 * sigma)
     b = epsilon * sigma / l2
+    from scipy import stats  # here, not at import: scipy.stats costs ~0.4 s
+
     return float(max(0.0, stats.norm.cdf(a - b) - math.exp(epsilon + stats.norm.logcdf(-a - b))))
 
 

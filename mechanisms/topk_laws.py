@@ -27,7 +27,7 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from scipy import integrate, special
+from scipy import special
 
 from .selection_laws import pf_log_prob
 
@@ -234,6 +234,8 @@ def laplace_topk_log_prob(v: Any, seqs: np.ndarray, h: float = 0.0025, tail: flo
         return np.where(x < 0, math.log(0.5) + np.minimum(x, 0.0), np.log1p(-0.5 * np.exp(-np.abs(x))))
 
     def cumint(fvals: np.ndarray) -> np.ndarray:
+        from scipy import integrate  # here, not at import (~0.1 s)
+
         res = np.empty_like(fvals)
         res[:, 0] = 0.0
         for pi, p in enumerate(parts):

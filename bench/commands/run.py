@@ -55,12 +55,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``dpharness run CONFIG [--jobs N] [--backend B] [--scheduler ADDR] [--out DIR] [--seed S]
     [--quick] [--resume RUN_DIR] [--chunk-size N]``: print the summary, write the run folder; exit
     codes in the :mod:`bench.runner` docstring."""
+    shown = []
+
+    def show(summary: Any) -> None:
+        # the verdict as soon as the table is written; the figures are drawn after it
+        if summary.text:
+            print(summary.text)
+            print(flush=True)
+        shown.append(summary)
+
     res, code = invoke_run(args.config, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
                            out=args.out, seed=args.seed, quick=args.quick, resume=args.resume,
-                           chunk_size=getattr(args, "chunk_size", None))
+                           chunk_size=getattr(args, "chunk_size", None), on_summary=show)
     if res is None:
         return code
-    if res.summary.text:
+    if not shown and res.summary.text:
         print(res.summary.text)
         print()
     if res.errors:

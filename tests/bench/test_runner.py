@@ -120,6 +120,89 @@ def test_short_run_with_jobs_stays_in_process(baseline, tmp_path, monkeypatch):
     assert csv_text(res.run_dir) == csv_text(baseline.run_dir)
 
 
+def test_busy_machine_keeps_a_long_run_in_process(baseline, tmp_path, monkeypatch):
+    # Another program holds one of the two processors: two workers would share the other one, so
+    # the run stays here however long it is, deciding again as it goes; the manifest says why.
+    monkeypatch.setattr(runner.CpuShare, "free", lambda self, min_interval=0.1: 1.0)
+    monkeypatch.setattr(runner, "PROBE_SECONDS", 1e-4)
+    monkeypatch.setattr(runner, "RECHECK_SECONDS", 1e-4)
+    monkeypatch.setattr(runner, "_loky_pool_is_warm", lambda workers: False)
+    decisions = []
+    real = runner._spread_estimate
+    monkeypatch.setattr(runner, "_spread_estimate", lambda *a: decisions.append(a[3]) or real(*a))
+    res = run(SMALL, jobs=2, out=tmp_path, progress=False, figures=False)
+    man = json.loads((res.run_dir / "manifest.json").read_text())
+    assert (man["jobs"], man["jobs_requested"], res.workers) == (1, 2, 1)
+    assert "ran in this process" in man["parallelism_note"] and "1.0 of" in man["parallelism_note"]
+    assert len(decisions) >= 2 and set(decisions) == {1.0}  # taken again after more work
+    assert csv_text(res.run_dir) == csv_text(baseline.run_dir)
+
+
+def test_what_the_first_task_pays_once_is_not_taken_for_the_task_time(tmp_path, monkeypatch):
+    # The first task of a process loads something (1 s here); the rest are fast. Every new worker
+    # would pay that again, so the run stays here instead of spreading 200 fast tasks.
+    import time
+
+    raw = {**SMALL, "name": "once", "datasets": 50}  # 200 tasks of about 1 ms
+    monkeypatch.setattr(runner.CpuShare, "free", lambda self, min_interval=0.1: 2.0)
+    monkeypatch.setattr(runner, "PROBE_SECONDS", 0.05)
+    monkeypatch.setattr(runner, "STARTUP_SECONDS", 0.1)
+    monkeypatch.setattr(runner, "_loky_pool_is_warm", lambda workers: False)
+    real = median_accuracy.run_task
+    first = []
+
+    def loads_once(spec, task, rng):
+        if not first:
+            first.append(task.key)
+            time.sleep(1.0)
+        return real(spec, task, rng)
+
+    monkeypatch.setattr(median_accuracy, "run_task", loads_once)
+    res = run(raw, jobs=2, out=tmp_path, progress=False, figures=False)
+    man = json.loads((res.run_dir / "manifest.json").read_text())
+    assert (man["jobs"], res.workers) == (1, 1) and "ran in this process" in man["parallelism_note"]
+
+
+def test_workers_start_in_the_background_and_take_over(tmp_path, monkeypatch):
+    # Worth spreading from the first task: the pool starts while this process goes on computing,
+    # then the workers take the rest. Here the tasks are slowed down (in this process only), so
+    # that the workers are ready long before this process could finish alone.
+    import time
+
+    raw = {**SMALL, "name": "takeover", "datasets": 50}  # 200 tasks
+    ref = run(raw, jobs=1, out=tmp_path / "ref", progress=False, figures=False)
+    monkeypatch.setattr(runner.CpuShare, "free", lambda self, min_interval=0.1: 2.0)
+    monkeypatch.setattr(runner, "PROBE_SECONDS", 1e-4)
+    monkeypatch.setattr(runner, "STARTUP_SECONDS", 0.0)
+    monkeypatch.setattr(runner, "_loky_pool_is_warm", lambda workers: False)
+    here: list[str] = []
+    real = median_accuracy.run_task
+
+    def slow(spec, task, rng):
+        here.append(task.key)
+        time.sleep(0.025)  # 200 x 25 ms = 5 s alone; the workers start in about 1 s
+        return real(spec, task, rng)
+
+    monkeypatch.setattr(median_accuracy, "run_task", slow)
+    res = run(raw, jobs=2, out=tmp_path / "two", progress=False, figures=False)
+    man = json.loads((res.run_dir / "manifest.json").read_text())
+    assert (man["jobs"], res.workers) == (2, 2) and "parallelism_note" not in man
+    assert 0 < len(here) < 200  # both this process and the workers computed
+    assert csv_text(res.run_dir) == csv_text(ref.run_dir)
+
+
+def test_verdict_is_handed_over_before_the_figures_are_drawn(tmp_path):
+    seen = []
+
+    def on_summary(summary):
+        (run_dir,) = (tmp_path / "small").iterdir()
+        seen.append((summary.ok, (run_dir / "table.csv").is_file(), sorted((run_dir / "figures").glob("*.png"))))
+
+    res = run(SMALL, out=tmp_path, progress=False, on_summary=on_summary)
+    assert seen == [(True, True, [])]  # the table is written, no figure yet
+    assert sorted(p.name for p in (res.run_dir / "figures").glob("*.png")) == ["error_vs_epsilon.png"]
+
+
 def test_all_cores_recorded_as_the_real_count(tmp_path):
     import joblib
 
@@ -422,6 +505,8 @@ def test_cli_run_prints_table_and_reports_config_errors(tmp_path, capsys):
     assert main(["run", str(cfg), "--out", str(tmp_path / "o"), "--chunk-size", "3"]) == 0
     out = capsys.readouterr().out
     assert "ε=0.5" in out and "run folder:" in out
+    first = out.splitlines()[0]  # the verdict, printed once (before the figures are drawn)
+    assert first.strip() and out.count(first) == 1 and out.index("ε=0.5") < out.index("run folder:")
     bad = dict(SMALL, datasets=0)
     cfg.write_text(yaml.safe_dump(bad), encoding="utf-8")
     assert main(["run", str(cfg), "--out", str(tmp_path / "o")]) == 2
