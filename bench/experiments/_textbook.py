@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from scipy import stats
 
-from ...verifiers.bounds import cp_lower, cp_upper
+if TYPE_CHECKING:  # imported where used: a config error must not wait for matplotlib/scipy.stats
+    from matplotlib.figure import Figure
+
 from ..tables import to_markdown
 
 __all__ = [
@@ -53,6 +53,9 @@ def clopper_pearson(k: Any, n: Any, level: float = 0.95) -> tuple[np.ndarray, np
     ``0 < level < 1``.
     """
     a = (1.0 - level) / 2.0
+    # imported here: the verifier package (zoo, suites) costs ~0.4 s, which a config error must not wait for
+    from ...verifiers.bounds import cp_lower, cp_upper
+
     return np.asarray(cp_lower(k, n, a), dtype=np.float64), np.asarray(cp_upper(k, n, a), dtype=np.float64)
 
 
@@ -68,6 +71,8 @@ def mean_interval(x: np.ndarray, level: float = 0.95, support: tuple[float, floa
     n = x.size
     m = float(x.mean())
     se = float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+    from scipy import stats
+
     z = float(stats.norm.ppf(0.5 + level / 2))
     lo, hi = m - z * se, m + z * se
     if support is not None and se == 0.0:
@@ -87,6 +92,8 @@ def hoeffding_radius(value_range: float, n: int, alpha: float) -> float:
 
 
 def new_figure(width: float = 7.0, height: float = 4.2, ncols: int = 1) -> tuple[Figure, Any]:
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(1, ncols)
     return fig, axes

@@ -31,12 +31,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ... import mechanisms
 from ..config import Ctx
 from ..tasks import Summary, Task, make_key
-from ...verifiers.exact import exact as exact_loss
 
 from ._textbook import clopper_pearson, md_table, new_figure, ok_rows, save
 
@@ -139,6 +137,8 @@ def _histogram_rows(spec: LaplaceSpec, eps: float, rng: np.random.Generator) -> 
     scale = mech.scale
     edges = np.linspace(f - spec.half_width * scale, f + spec.half_width * scale, spec.bins + 1)
     counts, _ = np.histogram(x, edges)
+    from scipy import stats  # here, not at the top: a config error must not wait for it
+
     em_law = stats.laplace(loc=f, scale=scale)
     exact = np.diff(mech.cdf(f, edges))
     ks_em = float(stats.kstest(x, mech.distribution(f).cdf).pvalue)
@@ -186,7 +186,10 @@ def _loss_row(spec: LaplaceSpec, eps: float) -> dict:
         row[f"loss_interval_{name}_closed_form"] = box.privacy_loss(a, b)
     row["tight_epsilon_interval"] = box.tight_epsilon
     # third opinion: the verifier's exact mode (verifiers.exact, no grid: sup of the log ratio
-    # at segment ends and critical points of the two canonical laws)
+    # at segment ends and critical points of the two canonical laws); imported here, so that a
+    # config error does not wait for the verifier package
+    from ...verifiers.exact import exact as exact_loss
+
     row["loss_real_line_verifier"] = exact_loss(real, f, fp).epsilon
     for name, (a, b) in pairs.items():
         row[f"loss_interval_{name}_verifier"] = exact_loss(box, a, b).epsilon
@@ -249,6 +252,8 @@ def summarize(spec: LaplaceSpec, results: pd.DataFrame) -> Summary:
 
 
 def plot(spec: LaplaceSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
+    from scipy import stats
+
     out: list[Path] = []
     f = spec.f_value
     hist = ok_rows(results, "histogram")

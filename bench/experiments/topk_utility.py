@@ -52,8 +52,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from scipy import stats
 
 from ... import mechanisms
 from ...mechanisms.selection_laws import em_log_prob, laplace_rnm_log_prob, pf_log_prob
@@ -294,6 +292,8 @@ def run_task(spec: TopKSpec, task: Task, rng: np.random.Generator) -> list[dict]
 
 
 def _z(level: float) -> float:
+    from scipy import stats  # here, not at the top: a config error must not wait for it
+
     return float(stats.norm.ppf(0.5 + level / 2))
 
 
@@ -395,6 +395,8 @@ def _flat_note(sub: pd.DataFrame, k: int, metric: str, z: float, exact: list[np.
 
 
 def plot(spec: TopKSpec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
+    from matplotlib.figure import Figure
+
     """Per dataset, utility (top row) and recall@k (bottom row) against ε, one column per k, with
     CLT intervals. Monte Carlo points are joined by lines only when the run has three or more ε
     values (two points joined by a line would suggest a trend between them that was not measured);
