@@ -1,5 +1,5 @@
 """Code, configs and tests speak for themselves: no references to numbered tickets of a tracker users
-never see ("issue 13", "ticket 8")."""
+never see (the word issue or ticket followed by a number); a comment says what the code does instead."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.base import check_epsilon
+from ..mechanisms.base import check_data, check_epsilon
 from .suite_base import SuiteEntry, suite_entry
 from .wrap import wrap
 
@@ -119,19 +119,6 @@ SOURCES: dict[str, str] = {
 
 # --------------------------------------------------------------------------------------------
 # helpers
-
-def _records(data: Any, name: str = "data") -> np.ndarray:
-    """A 1-D array of finite real records (``ValueError`` otherwise)."""
-    try:
-        x = np.asarray(data, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of real records: {exc}") from None
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of records, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} must hold finite records, got non-finite ones at {np.flatnonzero(~np.isfinite(x)).tolist()}")
-    return x
-
 
 def _scalar(data: Any, name: str = "data") -> float:
     """One finite real number (``ValueError`` otherwise, strings included)."""
@@ -255,7 +242,7 @@ def float_sum_worst_case(n: int) -> tuple[float, tuple[float, ...], tuple[float,
 
 def _float_sum_release(data: Any, size: int, rng: np.random.Generator, *, n: int, lower: float, upper: float,
                        scale: float) -> np.ndarray:
-    x = _records(data)
+    x = check_data(data, allow_empty=True)
     if x.size != n:
         raise ValueError(f"the dataset size is public here (bounded DP): expected {n} records, got {x.size}")
     # sequential (recursive) summation, as a Python loop or np.cumsum does it -- not np.sum's pairwise
@@ -435,7 +422,7 @@ def rr_bool_fixed(p: float = 0.75) -> SuiteEntry:
 # 4. noise one sensitivity unit short: replace-one Gaussian sum (google/differential-privacy#378)
 
 def _gaussian_sum(data: Any, size: int, rng: np.random.Generator, *, clip: float, sigma: float) -> np.ndarray:
-    s = float(np.sum(np.clip(_records(data), -clip, clip)))
+    s = float(np.sum(np.clip(check_data(data, allow_empty=True), -clip, clip)))
     return s + rng.normal(0.0, sigma, size=size)
 
 
@@ -487,7 +474,7 @@ def gaussian_replace_one_fixed(noise_multiplier: float = 2.0, delta: float = 1e-
 
 def _covariance(data: Any, size: int, rng: np.random.Generator, *, n: int, lower: float, upper: float,
                 scale: float, clipped: bool) -> np.ndarray:
-    x = _records(data)
+    x = check_data(data, allow_empty=True)
     if x.size != n:
         raise ValueError(f"the number of rows is public here (n = {n}, as DPcovariance's num_rows), got {x.size}")
     censored = np.clip(x, lower, upper)
@@ -545,7 +532,7 @@ def covariance_no_clip_fixed(epsilon: float = 1.0, n: int = 10) -> SuiteEntry:
 
 def _mean_from_n(data: Any, size: int, rng: np.random.Generator, *, lower: float, upper: float,
                  epsilon: float) -> np.ndarray:
-    x = np.clip(_records(data), lower, upper)
+    x = np.clip(check_data(data, allow_empty=True), lower, upper)
     if x.size == 0:
         raise ValueError("the mean of an empty dataset is undefined; data must hold at least one record")
     return float(np.mean(x)) + rng.laplace(scale=(upper - lower) / (x.size * epsilon), size=size)
@@ -553,7 +540,7 @@ def _mean_from_n(data: Any, size: int, rng: np.random.Generator, *, lower: float
 
 def _sum_and_count(data: Any, size: int, rng: np.random.Generator, *, lower: float, upper: float,
                    epsilon: float) -> np.ndarray:
-    x = np.clip(_records(data), lower, upper)
+    x = np.clip(check_data(data, allow_empty=True), lower, upper)
     half = epsilon / 2.0
     s = float(np.sum(x)) + rng.laplace(scale=max(abs(lower), abs(upper)) / half, size=size)
     c = float(x.size) + rng.laplace(scale=1.0 / half, size=size)
@@ -606,7 +593,7 @@ def mean_noise_from_n_fixed(epsilon: float = 1.0) -> SuiteEntry:
 
 def _folded_sum_of_squares(data: Any, size: int, rng: np.random.Generator, *, lower: float, upper: float,
                            scale: float) -> np.ndarray:
-    x = np.clip(_records(data), lower, upper)
+    x = np.clip(check_data(data, allow_empty=True), lower, upper)
     value = float(np.sum(x * x))
     # diffprivlib's LaplaceFolded with lower=0, upper=inf: values below 0 are reflected to -value
     return np.abs(value + rng.laplace(scale=scale, size=size))
@@ -662,7 +649,7 @@ def linreg_diag_sensitivity_fixed(epsilon: float = 0.5, lower: float = 2.0, uppe
 
 def _noisy_counts(data: Any, size: int, rng: np.random.Generator, *, n: int, categories: int,
                   scale: float) -> np.ndarray:
-    x = _records(data)
+    x = check_data(data, allow_empty=True)
     if x.size != n or np.any(x != np.round(x)) or np.any((x < 0) | (x >= categories)):
         raise ValueError(f"data must be {n} category labels in 0..{categories - 1} (the number of tuples is "
                          f"public), got {x.size} records with values {np.unique(x).tolist()[:10]}")
