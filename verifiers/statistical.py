@@ -36,7 +36,8 @@ import numpy as np
 
 from ..mechanisms.contracts import check_auditable
 from . import bounds
-from .events import Candidates, Event, concat, finite_candidates, float_candidates, real_candidates, vector_candidates
+from .events import Candidates, Event, concat, finite_candidates, float_candidates, vector_candidates
+from .events.real import real_with_nan
 from .events.core import _K
 from .draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
 from .parallel import sample_count_pair, sample_draws_pair
@@ -156,24 +157,10 @@ def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "
         return cand
     if finite:
         return finite_candidates(y1, y2)
-    cand = _real_scalar_candidates(y1, y2, intervals=(events == "all"))
+    cand = concat(real_with_nan(y1, y2, intervals=(events == "all")))
     if float_events:
         cand = concat([cand, float_candidates(y1, y2)])
     return cand
-
-
-def _real_scalar_candidates(y1: np.ndarray, y2: np.ndarray, intervals: bool) -> Candidates:
-    """Real events of scalar outputs; NaN outputs ("no answer") are one atom of their own."""
-    a = np.asarray(y1, dtype=np.float64)
-    b = np.asarray(y2, dtype=np.float64)
-    na, nb = np.isnan(a), np.isnan(b)
-    if not (na.any() or nb.any()):
-        return real_candidates(a, b, intervals=intervals)
-    one = np.ones(1)
-    nan = Candidates(c1=np.array([int(na.sum())]), c2=np.array([int(nb.sum())]), kinds=np.array([_K["nan"]]),
-                     lo=one * np.nan, hi=one * np.nan)
-    a, b = a[~na], b[~nb]
-    return concat([nan, real_candidates(a, b, intervals=intervals)] if a.size + b.size else [nan])
 
 
 def resolve_float_events(mechanism: Any, float_events: Any) -> bool:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .core import _K, Candidates
 
-__all__ = ["real_candidates", "threshold_gap", "THRESHOLD_CAP", "TAIL_KEEP", "INTERVAL_POINTS"]
+__all__ = ["real_candidates", "real_with_nan", "threshold_gap", "THRESHOLD_CAP", "TAIL_KEEP", "INTERVAL_POINTS"]
 
 #: At most this many threshold points per side type ("<=" and ">="); beyond it, the TAIL_KEEP
 #: smallest and largest distinct values are all kept and the middle is subsampled evenly.
@@ -83,3 +83,22 @@ def real_candidates(y1: np.ndarray, y2: np.ndarray, intervals: bool = True) -> C
     c1, c2, kinds, lo, hi = (np.concatenate(x) for x in zip(*parts))
     return Candidates(c1=c1.astype(np.int64), c2=c2.astype(np.int64), kinds=kinds, lo=lo, hi=hi)
 
+
+def real_with_nan(a: np.ndarray, b: np.ndarray, intervals: bool = True, coord: int = -1) -> list[Candidates]:
+    """Real events of one value per draw (the output, or coordinate ``coord`` of rows) with NaN ("no
+    answer") as an atom of its own: a NaN block when either side has NaN, then the thresholds, atoms
+    (and intervals) of the numbers."""
+    from dataclasses import replace
+
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    na, nb = np.isnan(a), np.isnan(b)
+    out: list[Candidates] = []
+    if na.any() or nb.any():
+        one = np.ones(1)
+        out.append(Candidates(c1=np.array([int(na.sum())]), c2=np.array([int(nb.sum())]), kinds=np.array([_K["nan"]]),
+                              lo=one * np.nan, hi=one * np.nan, coord=coord))
+    a, b = a[~na], b[~nb]
+    if a.size + b.size:
+        out.append(replace(real_candidates(a, b, intervals=intervals), coord=coord))
+    return out

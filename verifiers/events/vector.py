@@ -10,7 +10,7 @@ import numpy as np
 from ..projection import fit_projection
 from .core import _K, Candidates, concat
 from .finite import finite_candidates, row_candidates
-from .real import real_candidates
+from .real import real_candidates, real_with_nan
 
 __all__ = ["vector_candidates", "VECTOR_INTERVAL_WIDTH", "ROW_LABEL_CAP"]
 
@@ -25,17 +25,7 @@ ROW_LABEL_CAP = 2048
 
 def _coordinate_candidates(y1: np.ndarray, y2: np.ndarray, j: int, intervals: bool) -> list[Candidates]:
     """Thresholds/atoms (and intervals) on coordinate j of real rows, NaN ("no answer") apart."""
-    a, b = y1[:, j].astype(np.float64), y2[:, j].astype(np.float64)
-    na, nb = np.isnan(a), np.isnan(b)
-    out: list[Candidates] = []
-    if na.any() or nb.any():
-        one = np.ones(1)
-        out.append(Candidates(c1=np.array([int(na.sum())]), c2=np.array([int(nb.sum())]),
-                              kinds=np.array([_K["nan"]]), lo=one * np.nan, hi=one * np.nan, coord=j))
-    a, b = a[~na], b[~nb]
-    if a.size + b.size:
-        out.append(replace(real_candidates(a, b, intervals=intervals), coord=j))
-    return out
+    return real_with_nan(y1[:, j], y2[:, j], intervals, coord=j)
 
 
 def vector_candidates(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "all") -> Candidates:
