@@ -9,6 +9,9 @@ models as auditable mechanisms (docs/adapters.md).
   dispatcher :func:`diffprivlib`) -- a diffprivlib mechanism object (epsilon, delta and
   sensitivity read from it), a function of ``diffprivlib.tools`` (epsilon from the arguments)
   or an (unfitted) estimator of ``diffprivlib.models`` (its parameter vector is the release).
+* :func:`pydp` -- an aggregation of Google's python-dp (``pydp.algorithms.laplacian``: counts,
+  bounded sums, means, variances, quantiles) with its constructor arguments; epsilon, delta and
+  the contribution bound are read from the object it builds.
 
 Each returns a :class:`dpharness.verifiers.WrappedMechanism` that ``verifiers.audit``,
 ``verifiers.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
@@ -17,8 +20,8 @@ imported when an adapter is built, never when this module is; a missing one rais
 floating-point leaks by default (``float_events=True``): they are third-party float code.
 
 Randomness: diffprivlib (0.6+) is seeded from the audit's generator (an integer ``random_state``
-drawn from it), so its audits are reproducible; earlier diffprivlib releases and OpenDP draw from
-the operating system and cannot be seeded, so their audits are valid but not bit-reproducible
+drawn from it), so its audits are reproducible; earlier diffprivlib releases, OpenDP and python-dp
+draw from the operating system and cannot be seeded, so their audits are valid but not bit-reproducible
 (the adapted object's ``seeded`` attribute says which).
 
 Releases: the same calls work from OpenDP 0.3 and diffprivlib 0.4 on (docs/adapters.md,
@@ -44,7 +47,7 @@ from .verifiers.wrap import WrappedMechanism, wrap
 
 __all__ = ["INSTALL_HINT", "MissingLibrary", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
            "diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
-           "MODEL_OUTPUTS"]
+           "MODEL_OUTPUTS", "pydp", "PYDP_ALGORITHMS"]
 
 #: How to get the libraries (the ``peers`` extra).
 INSTALL_HINT = "pip install 'dpharness[peers]'"
@@ -823,3 +826,91 @@ def diffprivlib(obj: Any, **kwargs: Any) -> WrappedMechanism:
     if hasattr(obj, "fit") and hasattr(obj, "get_params"):
         return diffprivlib_model(obj, **kwargs)
     return diffprivlib_mechanism(obj, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# python-dp (Google's differential-privacy library)
+
+#: The aggregations of ``pydp.algorithms.laplacian``: name -> whether the output is a count
+#: (an integer whatever ``dtype`` says).
+PYDP_ALGORITHMS: dict[str, bool] = {
+    "Count": True, "BoundedSum": False, "BoundedMean": False, "BoundedVariance": False,
+    "BoundedStandardDeviation": False, "Median": False, "Percentile": False, "Max": False, "Min": False,
+}
+
+
+class _PydpRelease:
+    """``size`` results of one python-dp aggregation on ``data`` (one record per entry). One object
+    serves every release: ``quick_result`` resets its budget and state before each (python-dp 1.1),
+    so the releases are independent. Only the class name and its arguments travel to workers (the
+    C++ object does not pickle)."""
+
+    def __init__(self, algorithm: str, params: dict) -> None:
+        self.algorithm, self.params = algorithm, params
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        a = _as_array(data)
+        if a.ndim != 1:
+            raise ValueError(f"python-dp {self.algorithm} takes one number per record (a 1-D list or array), "
+                             f"got shape {a.shape}")
+        integral = self.params.get("dtype", "int") == "int"
+        values = a.astype(np.int64 if integral else np.float64).tolist()  # python-dp takes a list
+        m = _quiet(lambda: getattr(_require("pydp.algorithms.laplacian", "python-dp"), self.algorithm)(**self.params))
+        return np.asarray([m.quick_result(values) for _ in range(size)])
+
+
+def pydp(algorithm: Any, *, name: str = "", float_events: bool = True, **params: Any) -> WrappedMechanism:
+    """An aggregation of python-dp (Google's differential-privacy library) as an auditable
+    mechanism on datasets of numbers (one record per entry; NaN records go in as they are).
+
+    ``algorithm`` is a class of ``pydp.algorithms.laplacian`` (:data:`PYDP_ALGORITHMS`) or its
+    name, and ``params`` its constructor arguments (``epsilon=``, ``delta=``, ``lower_bound=``,
+    ``upper_bound=``, ``percentile=``, ``linf_sensitivity=``, ``dtype=`` ...). The object is built
+    once here and its claim read from it: ``epsilon``/``delta``-DP for datasets that differ in one
+    user's contributions, i.e. up to ``linf_sensitivity`` records added or removed (Google's
+    library bounds each user's records per aggregation by ``linf_sensitivity``; 1 gives the plain
+    ``add_remove`` claim, more a claim over the symmetric distance up to that many records).
+    ``lower_bound``/``upper_bound`` become the generators' ``lower``/``upper``. Counts, and every
+    aggregation with ``dtype="int"`` (python-dp's default), release integers (``finite``); the
+    others release doubles (``real``, float events on by default).
+
+    python-dp draws from the operating system and cannot be seeded: audits are valid at their
+    level but not bit-reproducible (``seeded`` is False). A python-dp object does not expose its
+    bounds, so an instance is refused: pass the class and its arguments.
+    """
+    mod = _require("pydp.algorithms.laplacian", "python-dp")
+    if isinstance(algorithm, str):
+        algo_name = algorithm
+    elif isinstance(algorithm, type):
+        algo_name = algorithm.__name__
+    else:
+        raise TypeError(f"pydp takes a class of pydp.algorithms.laplacian (or its name) and its constructor "
+                        f"arguments, e.g. adapters.pydp(BoundedMean, epsilon=1.0, lower_bound=0.0, upper_bound=1.0, "
+                        f"dtype='float'); got an instance of {type(algorithm).__name__} (its bounds cannot be read "
+                        f"back from it)")
+    cls = getattr(mod, algo_name, None) if algo_name in PYDP_ALGORITHMS else None
+    if cls is None or (isinstance(algorithm, type) and algorithm is not cls):
+        raise ValueError(f"algorithm must be one of pydp.algorithms.laplacian.{{{', '.join(PYDP_ALGORITHMS)}}} "
+                         f"or its name, got {algorithm!r}")
+    try:
+        obj = _quiet(lambda: cls(**params))
+    except TypeError as e:
+        raise ValueError(f"python-dp {algo_name}({', '.join(f'{k}={v!r}' for k, v in params.items())}): {e}") from None
+    epsilon = float(obj.epsilon)
+    delta = float(getattr(obj, "delta", 0.0) or 0.0)
+    linf = getattr(obj, "linf_sensitivity", 1)
+    linf = int(linf) if isinstance(linf, numbers.Integral) and linf > 1 else 1  # Percentile says "Not set"
+    integral = PYDP_ALGORITHMS[algo_name] or getattr(obj, "dtype", "int") == "int"
+    attrs: dict = {"seeded": False}
+    lo, hi = params.get("lower_bound"), params.get("upper_bound")
+    if isinstance(lo, numbers.Real) and isinstance(hi, numbers.Real):
+        attrs.update(lower=float(lo), upper=float(hi))
+    label = name or f"python-dp {algo_name}"
+    release = _PydpRelease(algo_name, dict(params))
+    if linf == 1:
+        return wrap(release, epsilon=epsilon, delta=delta, neighbours="add_remove", kind="finite" if integral else "real",
+                    name=label, attributes=attrs, float_events=float_events)
+    from .verifiers.claims import ConstantMap
+
+    return wrap(release, privacy_map=ConstantMap(epsilon, delta, up_to=float(linf)), input_metric="symmetric_distance",
+                kind="finite" if integral else "real", name=label, attributes=attrs, float_events=float_events)

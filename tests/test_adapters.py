@@ -341,7 +341,7 @@ def test_missing_library_says_how_to_install(monkeypatch):
     real = A.importlib.import_module
 
     def fake(name, *a, **k):
-        if name.split(".")[0] in ("diffprivlib", "opendp"):
+        if name.split(".")[0] in ("diffprivlib", "opendp", "pydp"):
             raise ImportError(f"No module named {name!r}")
         return real(name, *a, **k)
 
@@ -351,6 +351,8 @@ def test_missing_library_says_how_to_install(monkeypatch):
     assert isinstance(info.value, A.MissingLibrary)
     with pytest.raises(A.MissingLibrary, match="opendp"):
         A.opendp(object())
+    with pytest.raises(A.MissingLibrary, match="python-dp"):
+        A.pydp("Count", epsilon=1.0)
 
 
 def test_an_adapter_in_an_audit_config_via_a_factory(tmp_path):
@@ -393,3 +395,61 @@ def test_an_adapter_in_an_audit_config_via_a_factory(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "every audit behaved as expected" in proc.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# python-dp: unseeded like OpenDP, so "not flagged" audits use alpha = 1e-3 and "flagged" ones a
+# pre-registered event whose loss is known exactly (header).
+
+def _pydp():
+    pytest.importorskip("pydp.algorithms.laplacian")
+
+
+def test_pydp_claim_relation_and_kind_read_from_the_object():
+    _pydp()
+    s = A.pydp("BoundedSum", epsilon=0.5, delta=0.0, lower_bound=-1.0, upper_bound=2.0, dtype="float")
+    assert (s.claim.epsilon, s.claim.delta, s.claim.neighbours, s.kind) == (0.5, 0.0, "add_remove", "real")
+    assert (s.attributes["lower"], s.attributes["upper"], s.attributes["seeded"]) == (-1.0, 2.0, False)
+    assert A.pydp("Count", epsilon=1.0).kind == "finite"
+    assert A.pydp("Median", epsilon=1.0, lower_bound=0, upper_bound=10).kind == "finite"  # dtype="int" by default
+    from pydp.algorithms.laplacian import BoundedMean
+
+    m = A.pydp(BoundedMean, epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float", linf_sensitivity=3)
+    assert m.claim.epsilon == 1.0 and m.claim.at(3).epsilon == 1.0  # one user: up to 3 records
+    with pytest.raises(ValueError, match="at most 3"):
+        m.claim.at(4)
+    out = pickle.loads(pickle.dumps(s)).sample([0.0, 1.0], 50, np.random.default_rng(0))
+    assert out.shape == (50,) and out.dtype == np.float64
+
+
+def test_pydp_bad_arguments_say_what_to_pass():
+    _pydp()
+    from pydp.algorithms.laplacian import BoundedSum
+
+    with pytest.raises(TypeError, match="class of pydp.algorithms.laplacian"):
+        A.pydp(BoundedSum(epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float"))
+    with pytest.raises(ValueError, match="BoundedMean"):
+        A.pydp("Mean", epsilon=1.0)
+    with pytest.raises(ValueError, match="python-dp Count"):
+        A.pydp("Count", epsilon=1.0, lower_bound=0.0)
+    with pytest.raises(ValueError, match="1-D"):
+        A.pydp("Count", epsilon=1.0).sample([[1, 2], [3, 4]], 3, np.random.default_rng(0))
+
+
+def test_pydp_sum_at_its_claim_is_not_flagged_and_nan_records_go_in_as_they_are():
+    _pydp()
+    s = A.pydp("BoundedSum", epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float")
+    assert not V.audit(s, [0.0, 1.0], [0.0], samples=N, alpha=1e-3).violated  # float events on (default)
+    mean = A.pydp("BoundedMean", epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float")
+    assert not V.audit(mean, [0.0, np.nan, 1.0], [0.0, np.nan], samples=N // 2, alpha=1e-3).violated
+    assert not V.search(A.pydp("Count", epsilon=0.5), budget=2 * N, alpha=1e-3).violated
+
+
+def test_pydp_sum_audited_under_replace_one_is_flagged():
+    # python-dp calibrates to one record added or removed (sensitivity max(|l|, |u|) = 1 here);
+    # replacing +1 by -1 moves the sum by 2: on {y >= 1} the loss is exactly 2 against the claim 1.
+    _pydp()
+    s = A.pydp("BoundedSum", epsilon=1.0, lower_bound=-1.0, upper_bound=1.0, dtype="float")
+    wrong = V.wrap(s.fn, epsilon=1.0, neighbours="replace_one", name="BoundedSum under replace-one")
+    v = V.audit(wrong, [0.0, 1.0], [0.0, -1.0], samples=N, alpha=1e-3, event=Event("ge", lo=1.0), direction="d1>d2")
+    assert v.violated and 1.5 < v.epsilon_lower <= 2.1
