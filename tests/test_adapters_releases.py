@@ -113,6 +113,50 @@ def test_opendp_laplace_since_0_5_does_not_leak_bits():
     assert not v.violated
 
 
+def _float_sum_pair():
+    """A bounded float sum of 16 records in [2^52, 2^52 + 1] plus Laplace noise of scale 50 (claim
+    (U - L)/50 = 0.02 per record replaced in the ideal analysis), built with the installed
+    release's constructors, and the pair on which sequential float rounding moves the sum by 16
+    (the exhaustive worst case, verifiers.suite_library_bugs.float_sum_worst_case)."""
+    from dpharness.verifiers.suite_library_bugs import float_sum_worst_case
+
+    meas = _opendp_measurements()
+    lo = 2.0 ** 52
+    if _release("opendp") < (0, 8):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                import opendp.transformations as t
+            except ImportError:
+                import opendp.trans as t
+        built = t.make_sized_bounded_sum(16, (lo, lo + 1.0), T=float) >> meas.make_base_laplace(50.0)
+    else:
+        import opendp.prelude as dp
+
+        dom = dp.vector_domain(dp.atom_domain(bounds=(lo, lo + 1.0)), size=16)
+        built = dp.t.make_sum(dom, dp.symmetric_distance()) >> dp.m.then_laplace(50.0)
+    worst, d1, d2 = float_sum_worst_case(16)
+    return A.opendp(built, float_events=False), list(d1), list(d2), worst
+
+
+def test_opendp_float_sum_of_0_4_underestimates_its_sensitivity():
+    # Casacuberta et al. (CCS 2022); OpenDP 0.5 "Added: account for finite data types in aggregators".
+    # The rounding alone gives a loss of 16 x 0.02 = 0.32 on this pair (with ideal noise).
+    if _release("opendp") >= (0, 5):
+        pytest.skip("fixed in OpenDP 0.5")
+    mech, d1, d2, _ = _float_sum_pair()
+    v = V.audit(mech, d1, d2, samples=N, alpha=1e-3)
+    assert v.epsilon_claimed == pytest.approx(0.02) and v.violated and v.epsilon_lower > 0.15
+
+
+def test_opendp_float_sum_since_0_5_accounts_for_rounding():
+    if _release("opendp") < (0, 5):
+        pytest.skip("OpenDP < 0.5 does not account for float rounding in sums")
+    mech, d1, d2, worst = _float_sum_pair()
+    v = V.audit(mech, d1, d2, samples=N, alpha=1e-3)
+    assert v.epsilon_claimed >= worst / 50.0 and not v.violated  # the map covers the worst rounding
+
+
 # --------------------------------------------------------------------------------------------
 # diffprivlib
 
