@@ -47,7 +47,7 @@ from .verifiers.wrap import WrappedMechanism, wrap
 
 __all__ = ["INSTALL_HINT", "MissingLibrary", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
            "diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
-           "MODEL_OUTPUTS", "pydp", "PYDP_ALGORITHMS"]
+           "MODEL_OUTPUTS", "pydp", "PYDP_ALGORITHMS", "adapt"]
 
 #: How to get the libraries (the ``peers`` extra).
 INSTALL_HINT = "pip install 'dpharness[peers]'"
@@ -895,7 +895,11 @@ def pydp(algorithm: Any, *, name: str = "", float_events: bool = True, **params:
     try:
         obj = _quiet(lambda: cls(**params))
     except TypeError as e:
-        raise ValueError(f"python-dp {algo_name}({', '.join(f'{k}={v!r}' for k, v in params.items())}): {e}") from None
+        hint = ("; python-dp's dtype defaults to 'int': pass dtype='float' for real data"
+                if "dtype" not in params and "incompatible" in str(e) else "")
+        why = str(e).splitlines()[0].split(". The following")[0]  # pybind11 lists every overload after it
+        raise ValueError(f"python-dp {algo_name}({', '.join(f'{k}={v!r}' for k, v in params.items())}): "
+                         f"{why}{hint}") from None
     epsilon = float(obj.epsilon)
     delta = float(getattr(obj, "delta", 0.0) or 0.0)
     linf = getattr(obj, "linf_sensitivity", 1)
@@ -914,3 +918,28 @@ def pydp(algorithm: Any, *, name: str = "", float_events: bool = True, **params:
 
     return wrap(release, privacy_map=ConstantMap(epsilon, delta, up_to=float(linf)), input_metric="symmetric_distance",
                 kind="finite" if integral else "real", name=label, attributes=attrs, float_events=float_events)
+
+
+# --------------------------------------------------------------------------------------------
+# any of the three
+
+def adapt(obj: Any, **kwargs: Any) -> WrappedMechanism:
+    """The adapter for ``obj``, chosen from where it comes from: an OpenDP ``Measurement``
+    (:func:`opendp`), a diffprivlib mechanism, tool (pass ``epsilon=``) or estimator
+    (:func:`diffprivlib`), or a class of ``pydp.algorithms.laplacian`` with its constructor
+    arguments (:func:`pydp`). ``kwargs`` go to that adapter. A factory function of an OpenDP
+    measurement cannot be told from any other function: pass it to :func:`opendp`."""
+    module = getattr(obj, "__module__", "") if isinstance(obj, type) or callable(obj) else ""
+    module = module or type(obj).__module__ or ""
+    root = module.split(".")[0]
+    if root == "opendp" or _is_measurement(obj):
+        return opendp(obj, **kwargs)
+    if root == "diffprivlib":
+        return diffprivlib(obj, **kwargs)
+    if root in ("pydp", "_algorithms") or (isinstance(obj, str) and obj in PYDP_ALGORITHMS):
+        return pydp(obj, **kwargs)
+    if isinstance(obj, str):
+        return diffprivlib(obj, **kwargs)  # a name of diffprivlib.tools
+    raise TypeError(f"adapt takes an OpenDP Measurement, a diffprivlib mechanism, tool or estimator, or a python-dp "
+                    f"algorithm class; got {type(obj).__name__} from module {module or '?'!r} (wrap other code with "
+                    f"dpharness.verifiers.wrap)")

@@ -453,3 +453,19 @@ def test_pydp_sum_audited_under_replace_one_is_flagged():
     wrong = V.wrap(s.fn, epsilon=1.0, neighbours="replace_one", name="BoundedSum under replace-one")
     v = V.audit(wrong, [0.0, 1.0], [0.0, -1.0], samples=N, alpha=1e-3, event=Event("ge", lo=1.0), direction="d1>d2")
     assert v.violated and 1.5 < v.epsilon_lower <= 2.1
+
+
+def test_adapt_picks_the_adapter_from_where_the_object_comes_from():
+    _pydp()
+    M, _, _ = _dpl()
+    assert A.adapt(M.Laplace(epsilon=1.0, sensitivity=1.0)).name == "diffprivlib Laplace"
+    assert A.adapt("mean", epsilon=1.0, bounds=(0.0, 1.0)).name == "diffprivlib.tools.mean"
+    assert A.adapt("BoundedSum", epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float").name == "python-dp BoundedSum"
+    with pytest.raises(ValueError, match="pass dtype='float'"):
+        A.pydp("BoundedSum", epsilon=1.0, lower_bound=0.0, upper_bound=1.5)
+    from pydp.algorithms.laplacian import Count
+
+    assert A.adapt(Count, epsilon=0.5).claim.epsilon == 0.5
+    assert A.adapt(_laplace()).claim.epsilon == 1.0
+    with pytest.raises(TypeError, match="verifiers.wrap"):
+        A.adapt(lambda data: data)
