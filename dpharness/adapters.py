@@ -1,5 +1,5 @@
-"""Audit DP libraries as they ship: OpenDP measurements and diffprivlib mechanisms, tools and
-models as auditable mechanisms (docs/adapters.md).
+"""Audit DP libraries as they ship: OpenDP measurements, diffprivlib mechanisms, tools and models,
+and python-dp aggregations as auditable mechanisms (docs/adapters.md).
 
 * :func:`opendp` -- an OpenDP ``Measurement`` (or a factory building one): its privacy map,
   input metric and output measure are read from the object and become a privacy-map claim
@@ -9,6 +9,7 @@ models as auditable mechanisms (docs/adapters.md).
   dispatcher :func:`diffprivlib`) -- a diffprivlib mechanism object (epsilon, delta and
   sensitivity read from it), a function of ``diffprivlib.tools`` (epsilon from the arguments)
   or an (unfitted) estimator of ``diffprivlib.models`` (its parameter vector is the release).
+* :func:`adapt` picks one of these from where the object comes from.
 * :func:`pydp` -- an aggregation of Google's python-dp (``pydp.algorithms.laplacian``: counts,
   bounded sums, means, variances, quantiles) with its constructor arguments; epsilon, delta and
   the contribution bound are read from the object it builds.
