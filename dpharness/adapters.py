@@ -9,10 +9,10 @@ and python-dp aggregations as auditable mechanisms (docs/adapters.md).
   dispatcher :func:`diffprivlib`) -- a diffprivlib mechanism object (epsilon, delta and
   sensitivity read from it), a function of ``diffprivlib.tools`` (epsilon from the arguments)
   or an (unfitted) estimator of ``diffprivlib.models`` (its parameter vector is the release).
-* :func:`adapt` picks one of these from where the object comes from.
 * :func:`pydp` -- an aggregation of Google's python-dp (``pydp.algorithms.laplacian``: counts,
   bounded sums, means, variances, quantiles) with its constructor arguments; epsilon, delta and
   the contribution bound are read from the object it builds.
+* :func:`adapt` -- picks one of these from where the object comes from.
 
 Each returns a :class:`dpharness.verifiers.WrappedMechanism` that ``verifiers.audit``,
 ``verifiers.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
