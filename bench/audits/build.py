@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+import re
 import sys
 from typing import Any, Sequence
 
@@ -30,7 +31,8 @@ from ..values import did_you_mean
 
 from .spec import CLAIM_KEYS, AuditSet, AuditSpec, errors_at_once
 
-__all__ = ["build_mechanism", "given_pairs", "check", "MissingExtraError", "resolve_callable", "build_callable", "CallableError"]
+__all__ = ["build_mechanism", "given_pairs", "check", "MissingExtraError", "resolve_callable", "build_callable", "CallableError",
+           "build_library"]
 
 
 class CallableError(ValueError):
@@ -163,6 +165,81 @@ def build_callable(spec: dict, paths: Sequence[str] = ()) -> Any:
     return verifiers.wrap(obj, **kw)
 
 
+def _keywords(fn: Any) -> list[str]:
+    """The keyword arguments ``fn`` names (a class: its constructor's), or [] if it cannot tell."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [n for n, p in sig.parameters.items()
+            if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def build_library(spec: dict) -> Any:
+    """The mechanism of ``{library: "pkg.mod:Name", params: {...}, adapter: {...}}`` (see
+    :mod:`bench.audits.spec`): the library's class or function built with ``params`` and adapted
+    by :mod:`dpharness.adapters` with the ``adapter`` options. Raises :class:`CallableError`
+    (key ``library``, ``params`` or ``adapter``); a library that is not installed raises
+    :class:`dpharness.adapters.MissingLibrary`."""
+    from ... import adapters as A
+
+    target, params, options = spec["library"], dict(spec.get("params") or {}), dict(spec.get("adapter") or {})
+    root = target.split(".", 1)[0].split(":", 1)[0]
+    dist = {"pydp": "python-dp"}.get(root, root)
+    A._require(target.split(":", 1)[0], dist)  # MissingLibrary (the peers extra) before anything else
+    try:
+        obj = resolve_callable(target)
+    except CallableError as exc:
+        raise CallableError(str(exc), key="library") from None
+
+    def call(what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return A._quiet(lambda: fn(*args, **kw))
+        except TypeError as exc:
+            bad = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+            if bad and bad.group(1) in kw:  # a name the callee does not take: the user's key at fault
+                name = bad.group(1)
+                group = "adapter" if name in options else "params"
+                takes = _keywords(fn)[len(args):]  # an adapter's first parameter is the object passed in
+                raise CallableError(f"is not an argument of {what}{did_you_mean(name, takes)}; accepted: "
+                                    f"{', '.join(takes) or '?'}", key=f"{group}.{name}") from None
+            raise CallableError(f"{what} raised TypeError: {str(exc).splitlines()[0]}",
+                                key="params" if what == target else "adapter") from None
+        except Exception as exc:  # ValueError, and the library's own (OpenDP raises OpenDPException)
+            why = getattr(exc, "message", None) or str(exc).strip() or repr(exc)
+            raise CallableError(f"{what} raised {type(exc).__name__}: {str(why).strip().splitlines()[0]}",
+                                key="params") from None
+
+    if root == "opendp":
+        if not callable(obj):
+            raise CallableError(f"{target} is not an OpenDP constructor (a function returning a Measurement)",
+                                key="library")
+        try:
+            from opendp.mod import enable_features
+
+            enable_features("contrib")
+        except ImportError:
+            pass
+        made = call(target, obj, **params)
+        return call("dpharness.adapters.opendp", A.opendp, made, **options)
+    if root == "pydp":
+        return call("dpharness.adapters.pydp", A.pydp, obj, **params, **options)
+    # YAML has no tuples, and diffprivlib wants its bounds/ranges as (min, max) tuples
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+    if isinstance(obj, type):  # diffprivlib mechanism or estimator
+        made = call(target, obj, **params)
+        if hasattr(made, "fit") and hasattr(made, "get_params"):
+            return call("dpharness.adapters.diffprivlib_model", A.diffprivlib_model, made, **options)
+        return call("dpharness.adapters.diffprivlib_mechanism", A.diffprivlib_mechanism, made, **options)
+    if callable(obj) and getattr(obj, "__module__", "").startswith("diffprivlib.tools"):
+        if "epsilon" not in params:
+            raise CallableError(f"{target} is a diffprivlib tool: give epsilon: (and its other arguments, e.g. "
+                                "bounds:) under params:", key="params")
+        return call("dpharness.adapters.diffprivlib_tool", A.diffprivlib_tool, obj, **params, **options)
+    raise CallableError(f"{target} is neither a class of diffprivlib (mechanism or estimator) nor a function of "
+                        "diffprivlib.tools", key="library")
+
+
 class MissingExtraError(ConfigError):
     """Every check of the config passed except that an optional extra (``extra``) is not installed."""
 
@@ -179,6 +256,9 @@ def build_mechanism(spec: dict, import_paths: Sequence[str] = ()) -> tuple[Any, 
         true_eps = getattr(m, "true_epsilon", None)
         name = spec.get("name") or str(getattr(m, "name", "") or spec["callable"])
         return m, name, float(true_eps) if isinstance(true_eps, (int, float)) else None
+    if "library" in spec:
+        m = build_library(spec)
+        return m, str(getattr(m, "name", "") or spec["library"]), None
     params = {k: v for k, v in spec.items() if k not in ("zoo", "registry", "peer", "suite", "example")}
     if "suite" in spec:
         from ...verifiers import suites
@@ -253,6 +333,7 @@ def check(aset: AuditSet) -> None:
     from ...verifiers import pairs_for
     from ...verifiers.claims import check_pair
     from ...verifiers.neighbours import merge_swaps
+    from ...adapters import MissingLibrary
     from ..peers import INSTALL_HINT, PeerUnavailable
 
     errors: list[str] = []
@@ -267,10 +348,12 @@ def check(aset: AuditSet) -> None:
 
     for a in aset.audits:
         params = {k: v for k, v in a.mechanism.items() if k not in ("zoo", "registry", "peer", "suite", "example")}
-        user = "callable" in a.mechanism
+        # the user's code or a released library's: any exception it raises on data is reported
+        user_key = next((k for k in ("callable", "library") if k in a.mechanism), None)
+        user = user_key is not None
         try:
             mech, _, _ = build_mechanism(a.mechanism, a.import_paths)
-        except PeerUnavailable as exc:
+        except (PeerUnavailable, MissingLibrary) as exc:
             missing.append((a, str(exc)))
             continue
         except CallableError as exc:
@@ -284,7 +367,7 @@ def check(aset: AuditSet) -> None:
                 searched = pairs_for(mech, a.generator)
             except (ValueError, TypeError, AttributeError) as exc:
                 if user and a.generator == "auto":  # no generator was chosen: the user's code is at fault
-                    err(a, "mechanism.callable", f"{a.mechanism['callable']} cannot be searched: no neighbouring "
+                    err(a, f"mechanism.{user_key}", f"{a.mechanism[user_key]} cannot be searched: no neighbouring "
                         f"pairs: {exc}")
                 else:
                     err(a, "generator", f"no neighbouring pairs to search: {exc}")
@@ -294,7 +377,7 @@ def check(aset: AuditSet) -> None:
                 for d in (p.d1, p.d2):
                     why = _accepts(mech, d, user_code=True)
                     if why is not None:
-                        err(a, "mechanism.callable", f"{a.mechanism['callable']} fails on the first searched pair "
+                        err(a, f"mechanism.{user_key}", f"{a.mechanism[user_key]} fails on the first searched pair "
                             f"({p.label}; dataset {np.asarray(d).tolist()!r}): {why}")
                         break
             _check_search_budget(a, len(merge_swaps(searched)[0]), err)
@@ -328,7 +411,8 @@ def check(aset: AuditSet) -> None:
                 libs.append(lib)
         first = missing[0][0]
         more = f" and {len(missing) - 1} more peer audit(s)" if len(missing) > 1 else ""
-        msg = (f"{aset.file}: audits[{first.index}].mechanism.peer{more}: peer libraries not usable: "
+        key = "library" if "library" in first.mechanism else "peer"
+        msg = (f"{aset.file}: audits[{first.index}].mechanism.{key}{more}: peer libraries not usable: "
                f"{', '.join(libs)} ({missing[0][1].split(';', 1)[0]}); {INSTALL_HINT}")
         if not errors:
             # the file is otherwise valid: only an optional extra is missing (validate says so and

@@ -26,6 +26,9 @@ One audit::
                  # or {callable: "mypkg.mech:noisy_count", epsilon: 1.0, ...claim} (your own
                  #   fn(data, size, rng), wrapped with verifiers.wrap) or {callable: "mypkg.mech:MECH"}
                  #   (your own mechanism object, or a zero-argument factory of one); see below
+                 # or {library: "diffprivlib.mechanisms:Laplace", params: {epsilon: 1, sensitivity: 1},
+                 #   adapter: {float_events: false}} (a class or function of OpenDP, diffprivlib or
+                 #   python-dp, built with params and audited through dpharness.adapters; see below)
       expect: broken                   # correct (default) | broken | calibration
       pairs: witness                   # witness (zoo) | search | suite | [[d1, d2], ...]
                                        #   suite: the suite's own input pairs, searched with one
@@ -61,6 +64,16 @@ spec, so loky workers of ``--jobs N`` import from the same places). Two forms:
   class callable with no arguments) that returns one; it is called once each time the mechanism is
   built (validation, and every task). Claim keys next to such an object are a config error: its
   claim is its own (to audit another claim, wrap its sampler in a function).
+
+A released library's object (``library:``). ``"package.module:Name"`` names a class or function of
+OpenDP, diffprivlib or python-dp (``pydp``); ``params`` are its arguments and ``adapter`` the options
+of the adapter (:mod:`dpharness.adapters`), so the claim is the library's own and no code is
+written: a diffprivlib mechanism or estimator class is instantiated with ``params`` and adapted; a
+diffprivlib tool (``diffprivlib.tools:mean``) is adapted with ``params`` as its arguments
+(``epsilon`` among them); a python-dp class is adapted with ``params`` as its constructor
+arguments; an OpenDP constructor (``opendp.measurements:make_randomized_response_bool``) is called
+with ``params`` (the ``contrib`` feature enabled) and the measurement adapted. A chain of OpenDP
+constructors needs code: name a factory with ``callable:``.
 
 Whether the target imports, exists, is callable with the right signature and has a claim is checked
 by :func:`bench.audits.build.check` (``dpharness validate``, and before any run folder exists);
@@ -100,7 +113,7 @@ from typing import Any
 from ..config import ConfigError, Ctx
 
 __all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT", "errors_at_once",
-           "CALLABLE_KEYS", "CLAIM_KEYS", "import_paths"]
+           "CALLABLE_KEYS", "CLAIM_KEYS", "LIBRARY_KEYS", "LIBRARIES", "import_paths"]
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Top-level keys of an audit config besides the common ones (name, seed, description, quick).
@@ -112,7 +125,11 @@ CHECKS = ("violated", "epsilon_lower_at_least", "support_violation", "false_viol
 TARGET_KEYS = ("id", "text", "check", "audit", "audits", "samples", "value", "max", "max_draws_per_dataset",
                "min_rate")
 GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histograms", "units", "local")
-MECHANISM_KINDS = ("zoo", "registry", "peer", "suite", "callable")
+MECHANISM_KINDS = ("zoo", "registry", "peer", "suite", "callable", "library")
+#: Keys of ``mechanism: {library: ...}``, and the libraries whose objects it builds (top-level
+#: module names; python-dp's is ``pydp``).
+LIBRARY_KEYS = ("library", "params", "adapter")
+LIBRARIES = ("opendp", "diffprivlib", "pydp")
 #: Keys of ``mechanism: {callable: ...}`` besides ``callable``: the claim and options of
 #: :func:`verifiers.wrap` (``input_domain``, ``privacy_map``, ``input_metric`` are passed on only
 #: where the installed ``wrap`` accepts them; :func:`bench.audits.build.check` says so otherwise).
@@ -303,20 +320,53 @@ def _parse_callable(c: Ctx, raw: dict) -> dict:
     return out
 
 
+def _parse_library(c: Ctx, raw: dict) -> dict:
+    """``{library: "diffprivlib.mechanisms:Laplace", params: {...}, adapter: {...}}``: the import
+    path's form and library, and two mappings; whether the target exists and builds, and whether
+    the adapter takes the options, is checked by build.check (the library is imported there)."""
+    target = raw["library"]
+    c.reject_unknown(raw, LIBRARY_KEYS, path="mechanism")
+    if not isinstance(target, str) or not _IMPORT_PATH.match(target.strip()):
+        c.report("mechanism.library", f"must be an import path \"package.module:Name\" of a class or function of "
+                 f"{', '.join(LIBRARIES)} (e.g. \"diffprivlib.mechanisms:Laplace\"), got {target!r}")
+    elif target.strip().split(".", 1)[0].split(":", 1)[0] not in LIBRARIES:
+        c.report("mechanism.library", f"names {target!r}, not a class or function of one of the libraries "
+                 f"{', '.join(LIBRARIES)}; to audit your own code use callable:")
+    out = {"library": target.strip() if isinstance(target, str) else target}
+    for key in ("params", "adapter"):
+        v = raw.get(key, {})
+        if v is None:
+            v = {}
+        if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
+            c.report(f"mechanism.{key}", f"must be a mapping of keyword arguments, got {v!r}")
+            v = {}
+        v = dict(v)
+        for k in ("epsilon", "delta"):  # PyYAML reads 1e-3 as text
+            if isinstance(v.get(k), str) and not _is_word(v[k]):
+                v[k] = float(v[k])
+        out[key] = v
+    both = sorted(set(out["params"]) & set(out["adapter"]))
+    if both:
+        c.report(f"mechanism.adapter.{both[0]}", "is given in both params: and adapter:; give it once")
+    return out
+
+
 def _parse_mechanism(c: Ctx, raw: Any) -> dict:
     """``mechanism:``: exactly one of zoo/registry/peer/suite/callable with a known name; parameter
     names known; epsilon, delta and sensitivity in range whatever the mechanism."""
     if raw is None:
-        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer:, suite:, callable: and the "
-                "parameters")
+        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer:, suite:, callable:, library: "
+                "and the parameters")
     c.require_mapping(raw, "mechanism")
     kinds = [k for k in MECHANISM_KINDS if k in raw]
     if len(kinds) != 1:
-        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:, suite:, callable:"
+        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:, suite:, callable:, library:"
                 + (f" (got {', '.join(kinds)})" if kinds else ""))
     kind = kinds[0]
     if kind == "callable":
         return _parse_callable(c, raw)
+    if kind == "library":
+        return _parse_library(c, raw)
     name = raw[kind]
     names = _mechanism_names(kind)
     if not isinstance(name, str) or name not in names:
@@ -355,9 +405,12 @@ def _parse_mechanism(c: Ctx, raw: Any) -> dict:
 
 def _check_value(c: Ctx, v: Any, path: str) -> Any:
     """One record value or score: a number (finite, NaN -- a missing value; NaN records compare
-    equal --, or -inf for an excluded score) or a label string."""
-    if isinstance(v, bool) or v is None or isinstance(v, (list, dict)):
-        c.error(path, f"must be a number (or a label), got {v!r}")
+    equal --, or -inf for an excluded score), a label string or a boolean (a label too: e.g. the
+    input of a randomized response)."""
+    if isinstance(v, bool):
+        return v
+    if v is None or isinstance(v, (list, dict)):
+        c.error(path, f"must be a number (or a label: text or true/false), got {v!r}")
     if isinstance(v, numbers.Real):
         f = float(v)
         if f == math.inf:
@@ -369,7 +422,7 @@ def _check_value(c: Ctx, v: Any, path: str) -> Any:
         except ValueError:
             return v
         return _check_value(c, f, path)
-    c.error(path, f"must be a number (or a label), got {v!r}")
+    c.error(path, f"must be a number (or a label: text or true/false), got {v!r}")
 
 
 def _check_dataset(c: Ctx, d: Any, path: str) -> Any:
