@@ -111,6 +111,33 @@ def test_float_safe_releases_pass_the_float_audit(make):
     assert not v.violated, v.summary
 
 
+def _dpsniper_float_laplace(data, n, rng):
+    """DP-Sniper's floating-point experiment: np.random.laplace(loc=x, scale=1/0.1) on one float."""
+    return rng.laplace(float(np.asarray(data).ravel()[0]), 10.0, n)
+
+
+def _dpsniper_float_fixed(data, n, rng):
+    """Its fixed variant (Mironov's snapping as DP-Sniper wrote it): B = 100, scale (1 + B 2^-49)/0.1,
+    Lambda = 16 (the smallest power of two >= scale), clamp, add sign * scale * ln(u), round, clamp."""
+    b, scale, lam = 100.0, (1.0 + 100.0 * 2.0 ** -49) / 0.1, 16.0
+    loc = min(b, max(-b, float(np.asarray(data).ravel()[0])))
+    sign = 1 - 2 * rng.integers(0, 2, n)
+    return np.clip(np.round((loc + sign * scale * np.log(rng.random(n))) / lam) * lam, -b, b)
+
+
+def test_dpsniper_floating_point_experiment():
+    # DP-Sniper (S&P 2021) certifies 0.252 against the claim 0.1 on [1] vs [0] with a classifier on the
+    # 64 output bits, and 0.098 on the fixed variant. Float events give a support violation on its
+    # own pairs ([1] vs [0], [1] vs [2], swapped) from a search of 4 * 10^5 calls; the fixed one passes.
+    pairs = [([1.0], [0.0]), ([0.0], [1.0]), ([1.0], [2.0]), ([2.0], [1.0])]
+    bad = verifiers.wrap(_dpsniper_float_laplace, epsilon=0.1, neighbours="one_differ")
+    v = verifiers.search(bad, generator=pairs, budget=400_000, alpha=1e-3, rng=1, float_events=True)
+    assert v.violated and v.support_violation and v.epsilon_lower > 2.0
+    fixed = verifiers.wrap(_dpsniper_float_fixed, epsilon=0.1, neighbours="one_differ")
+    w = verifiers.search(fixed, generator=pairs, budget=400_000, alpha=1e-3, rng=1, float_events=True)
+    assert not w.violated, w.summary
+
+
 def test_float_events_in_search_sequential_and_assert_dp():
     m = _textbook()
     v = verifiers.search(m, budget=100_000, alpha=1e-3, rng=2, float_events=True)
