@@ -46,7 +46,7 @@ import numpy as np
 from .verifiers.claims import zcdp_to_approx_dp
 from .verifiers.wrap import WrappedMechanism, wrap
 
-__all__ = ["INSTALL_HINT", "MissingLibrary", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
+__all__ = ["INSTALL_HINT", "MissingLibrary", "require", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
            "diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
            "MODEL_OUTPUTS", "pydp", "PYDP_ALGORITHMS", "adapt"]
 
@@ -57,6 +57,12 @@ INSTALL_HINT = "pip install 'dpharness[peers]'"
 class MissingLibrary(ImportError):
     """A DP library an adapter needs is not installed (or fails to import); the message says how
     to install it."""
+
+
+def require(module: str, dist: str) -> Any:
+    """Import ``module`` of the library ``dist`` (its package-index name), its import-time warnings
+    silenced; :class:`MissingLibrary` with the install hint if it cannot be imported."""
+    return _require(module, dist)
 
 
 def _require(module: str, dist: str) -> Any:

@@ -22,6 +22,7 @@ import inspect
 import math
 import re
 import sys
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -186,7 +187,7 @@ def build_library(spec: dict) -> Any:
     target, params, options = spec["library"], dict(spec.get("params") or {}), dict(spec.get("adapter") or {})
     root = target.split(".", 1)[0].split(":", 1)[0]
     dist = {"pydp": "python-dp"}.get(root, root)
-    A._require(target.split(":", 1)[0], dist)  # MissingLibrary (the peers extra) before anything else
+    A.require(target.split(":", 1)[0], dist)  # MissingLibrary (the peers extra) before anything else
     try:
         obj = resolve_callable(target)
     except CallableError as exc:
@@ -194,7 +195,11 @@ def build_library(spec: dict) -> Any:
 
     def call(what: str, fn: Any, *args: Any, **kw: Any) -> Any:
         try:
-            return A._quiet(lambda: fn(*args, **kw))
+            with warnings.catch_warnings():  # the libraries warn per call (e.g. PrivacyLeakWarning): not ours
+                warnings.simplefilter("ignore")
+                return fn(*args, **kw)
+        except A.MissingLibrary:
+            raise
         except TypeError as exc:
             bad = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
             if bad and bad.group(1) in kw:  # a name the callee does not take: the user's key at fault
