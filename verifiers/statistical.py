@@ -135,7 +135,7 @@ def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "
     """Candidate events from the selection draws: scalar outputs as before, rows (2-D draws) by
     :func:`verifiers.events.vector_candidates`; with ``float_events``, also the bit-pattern events
     of real outputs (:mod:`verifiers.events.floats`; per coordinate for rows of at most
-    :data:`verifiers.events.VECTOR_INTERVAL_WIDTH` coordinates).
+    :data:`verifiers.events.FLOAT_VECTOR_WIDTH` coordinates).
 
     Outputs whose shape differs between the datasets (a release whose width depends on the data)
     leave one candidate per shape: "the output has this shape", seen under one dataset only -- a
@@ -149,10 +149,10 @@ def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "
     if np.ndim(y1) >= 2:
         cand = vector_candidates(y1, y2, finite, events)
         if float_events and not finite and np.asarray(y1).dtype.kind == "f":
-            from .events import VECTOR_INTERVAL_WIDTH
+            from .events import FLOAT_VECTOR_WIDTH
 
             d = int(np.prod(np.shape(y1)[1:]))
-            if d <= VECTOR_INTERVAL_WIDTH:
+            if d <= FLOAT_VECTOR_WIDTH:
                 cand = concat([cand] + [float_candidates(y1, y2, coord=j) for j in range(d)])
         return cand
     if finite:

@@ -13,10 +13,10 @@ certification draws are counted against (:meth:`Event.contains`):
 from .core import KINDS, Candidates, Event, concat
 from .finite import UNION_CAP, finite_candidates
 from .bits import float_labels
-from .floats import float_candidates
+from .floats import FLOAT_VECTOR_WIDTH, float_candidates
 from .real import TAIL_KEEP, THRESHOLD_CAP, real_candidates, threshold_gap
 from .vector import ROW_LABEL_CAP, VECTOR_INTERVAL_WIDTH, vector_candidates
 
 __all__ = ["Event", "Candidates", "KINDS", "concat", "real_candidates", "finite_candidates", "vector_candidates",
            "float_candidates", "float_labels", "THRESHOLD_CAP", "TAIL_KEEP", "threshold_gap", "UNION_CAP",
-           "VECTOR_INTERVAL_WIDTH", "ROW_LABEL_CAP"]
+           "VECTOR_INTERVAL_WIDTH", "ROW_LABEL_CAP", "FLOAT_VECTOR_WIDTH"]

@@ -38,7 +38,12 @@ from .bits import float_labels, label_keys
 from .core import Candidates, concat
 from .finite import set_candidates
 
-__all__ = ["float_candidates", "float_labels"]
+__all__ = ["float_candidates", "float_labels", "FLOAT_VECTOR_WIDTH"]
+
+#: Rows of at most this many coordinates get bit-pattern events per coordinate (each coordinate's
+#: labels are candidates of their own; about 1,100 candidates and 20 ms per coordinate at 10^5
+#: draws). Parameter vectors of released models are this narrow; wider rows get none.
+FLOAT_VECTOR_WIDTH = 64
 
 def _label_block(l1: np.ndarray, l2: np.ndarray, coord: int) -> Candidates:
     both = np.concatenate([l1, l2])
