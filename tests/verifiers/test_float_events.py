@@ -213,3 +213,17 @@ def test_float_events_keep_the_false_violation_rate(make):
                   for s in range(SEEDS))
     limit = int(stats.binom.isf(1e-6, SEEDS, ALPHA))
     assert flagged <= limit, f"{flagged} false violations in {SEEDS} seeds (limit {limit})"
+
+
+def test_float_events_per_coordinate_of_rows_up_to_the_width_cap():
+    # 8 coordinates (wider than the interval events' 4): the textbook leak in coordinate 0 is found
+    d = 8
+
+    def textbook_rows(x, n, rng):
+        return np.asarray(x, dtype=float)[None, :] + rng.laplace(0.0, 1.0, (n, d))
+
+    m = verifiers.wrap(textbook_rows, epsilon=1.0, neighbours="one_differ")
+    e0 = np.eye(d)[0]
+    v = verifiers.audit(m, np.zeros(d), e0, samples=100_000, alpha=1e-3, rng=0, float_events=True)
+    assert v.violated and v.support_violation and v.witness.event.kind == "float"
+    assert not verifiers.audit(m, np.zeros(d), e0, samples=100_000, alpha=1e-3, rng=0).violated
