@@ -22,6 +22,6 @@ def test_readme_implementation_audit_example_runs():
         exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the project's own README
     lines = out.getvalue().splitlines()
     assert lines[:3] == ["True", "False", "False"]
-    # OpenDP samples from the OS, not from rng: this line is random. The README audits at alpha = 1e-3,
-    # so P[a correct measurement is flagged] <= 1e-3 (the certified bound exceeds the truth w.p. <= alpha).
+    # OpenDP samples from the OS, not from rng: this line is random. The README audits at alpha = 1e-6,
+    # so P[a correct measurement is flagged] <= 1e-6 (the certified bound exceeds the truth w.p. <= alpha).
     assert lines[3].startswith("No violation found")
