@@ -141,6 +141,19 @@ def test_opendp_reads_metric_measure_and_map_from_the_object():
         chain.sample([1.0, 11.0], 3, 0)
 
 
+def test_opendp_categorical_randomized_response_searched_over_its_categories():
+    # the measurement's domain is "any string": the categories are not in the object, so a search
+    # (local relation) needs them declared; then every pair of categories is audited
+    o = _od()
+    if not o.modern or not hasattr(o.m, "make_randomized_response"):
+        pytest.skip("categorical randomized response with a domain: OpenDP 0.8+")
+    rr = o.m.make_randomized_response(categories=["a", "b", "c", "d"], prob=0.5)
+    with pytest.raises(ValueError, match="adapters take input_domain"):
+        V.search(A.opendp(rr), budget=1000, rng=0)
+    v = V.search(A.opendp(rr, input_domain=list("abcd")), budget=N, alpha=1e-6)
+    assert not v.violated and v.epsilon_claimed == pytest.approx(math.log(3))
+
+
 def test_opendp_measures_become_epsilon_delta():
     o = _od()
     g = _gaussian()

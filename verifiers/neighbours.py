@@ -861,7 +861,8 @@ def _local_pairs(mechanism: Any) -> list[Pair]:
     dom = _domain_of(mechanism)
     if dom is None:
         raise ValueError("the local generator needs an input domain: declare it, e.g. wrap(..., "
-                         "input_domain=['a', 'b', 'c']), input_domain={'bits': 8} or {'interval': [0, 1]}")
+                         "input_domain=['a', 'b', 'c']), input_domain={'bits': 8} or {'interval': [0, 1]} (the "
+                         "library adapters take input_domain= too: a library object may not state its categories)")
     make = getattr(dom, "local_pairs", None)
     if make is None:
         raise ValueError(f"the local generator cannot list elements of the input domain {dom!r}: use a "
