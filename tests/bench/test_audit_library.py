@@ -104,3 +104,23 @@ def test_missing_library_is_one_clear_message(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert code == 2 and "audits[0].mechanism.library" in err and "python-dp" in err and "pip install" in err
     assert "Traceback" not in err and not (tmp_path / "r").exists()
+
+
+def test_a_shipped_model_bug_from_a_config_alone(tmp_path, capsys):
+    # diffprivlib's LinearRegression takes max(|L|, |L|)^2 as the sensitivity of sum x^2 (docs/adapters.md,
+    # shipped bug 4): with bounds_X = (0, 1) it is flagged from YAML alone; bounds (-1, 1), where the faulty
+    # formula happens to be right, are the control. Seeded (diffprivlib 0.6+): the verdicts are fixed; at
+    # 2000 fits per dataset the bug is flagged on seeds 1-6 (bounds 1.23-1.69; 1000 fits are too few).
+    pair = [[[1.0, 1.0], [1.0, 0.0]], [[1.0, 1.0], [0.0, 0.0]]]  # rows (x, y): replace one record
+
+    def linreg(lower):
+        return {"library": "diffprivlib.models:LinearRegression",
+                "params": {"epsilon": 1.0, "bounds_X": [lower, 1.0], "bounds_y": [0.0, 1.0], "fit_intercept": False},
+                "adapter": {"float_events": False}}
+
+    cfg = {"name": "linreg", "seed": 1, "alpha": 1e-3, "audits": [
+        {"id": "bug", "mechanism": linreg(0.0), "expect": "broken", "pairs": [pair], "samples": [2000], "exact": False},
+        {"id": "control", "mechanism": linreg(-1.0), "pairs": [pair], "samples": [2000], "exact": False}]}
+    code = main(["audit", _write(tmp_path, cfg), "--out", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 0 and "every audit behaved as expected" in out, out
