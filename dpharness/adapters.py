@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .verifiers.claims import zcdp_to_approx_dp
+from .verifiers.claims import ConstantMap, zcdp_to_approx_dp
 from .verifiers.wrap import WrappedMechanism, wrap
 
 __all__ = ["INSTALL_HINT", "MissingLibrary", "require", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
@@ -921,8 +921,6 @@ def pydp(algorithm: Any, *, name: str = "", float_events: bool = True, **params:
     if linf == 1:
         return wrap(release, epsilon=epsilon, delta=delta, neighbours="add_remove", kind="finite" if integral else "real",
                     name=label, attributes=attrs, float_events=float_events)
-    from .verifiers.claims import ConstantMap
-
     return wrap(release, privacy_map=ConstantMap(epsilon, delta, up_to=float(linf)), input_metric="symmetric_distance",
                 kind="finite" if integral else "real", name=label, attributes=attrs, float_events=float_events)
 

@@ -120,10 +120,15 @@ def _lower_vs_samples(table: pd.DataFrame, path: Path) -> Path | None:
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     title = "Certified epsilon lower bound vs samples (per dataset; total calls for searches), claimed epsilon"
     _suptitle(fig, title + (" and, where known, the true epsilon" if any_true else ""), width)
-    legend_in = 0.22 * math.ceil(len(labels) / ncol) + 0.08
+    return _save_above_legend(fig, path, len(labels), ncol)
+
+
+def _save_above_legend(fig: "matplotlib.figure.Figure", path: Path, n_entries: int, ncol: int) -> Path:  # noqa: F821
+    """Lay the axes out above the figure legend (``n_entries`` in ``ncol`` columns), save, close."""
+    legend_in = 0.22 * math.ceil(n_entries / ncol) + 0.08
     fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _plt().close(fig)
     return path
 
 
@@ -180,11 +185,7 @@ def _lower_by_audit(table: pd.DataFrame, path: Path) -> Path | None:
     _suptitle(fig, "Certified epsilon lower bound per audit run at one sample size (per dataset; total calls for "
               "searches), claimed epsilon" + (" and, where known, the true epsilon" if fin.any() or
                                              (true == math.inf).any() else ""), width)
-    legend_in = 0.22 * math.ceil(len(names) / ncol) + 0.08
-    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save_above_legend(fig, path, len(names), ncol)
 
 
 def _exact_vs_estimated(results: pd.DataFrame, path: Path) -> Path | None:
