@@ -36,7 +36,7 @@ import numpy as np
 
 from ..mechanisms.contracts import check_auditable
 from . import bounds
-from .events import Candidates, Event, concat, finite_candidates, float_candidates, vector_candidates
+from .events import FLOAT_VECTOR_WIDTH, Candidates, Event, concat, finite_candidates, float_candidates, vector_candidates
 from .events.real import real_with_nan
 from .events.core import _K
 from .draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
@@ -149,8 +149,6 @@ def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "
     if np.ndim(y1) >= 2:
         cand = vector_candidates(y1, y2, finite, events)
         if float_events and not finite and np.asarray(y1).dtype.kind == "f":
-            from .events import FLOAT_VECTOR_WIDTH
-
             d = int(np.prod(np.shape(y1)[1:]))
             if d <= FLOAT_VECTOR_WIDTH:
                 cand = concat([cand] + [float_candidates(y1, y2, coord=j) for j in range(d)])

@@ -352,7 +352,7 @@ def _parse_library(c: Ctx, raw: dict) -> dict:
 
 
 def _parse_mechanism(c: Ctx, raw: Any) -> dict:
-    """``mechanism:``: exactly one of zoo/registry/peer/suite/callable with a known name; parameter
+    """``mechanism:``: exactly one of zoo/registry/peer/suite/callable/library with a known name; parameter
     names known; epsilon, delta and sensitivity in range whatever the mechanism."""
     if raw is None:
         c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer:, suite:, callable:, library: "

@@ -45,6 +45,7 @@ __all__ = ["float_candidates", "float_labels", "FLOAT_VECTOR_WIDTH"]
 #: draws). Parameter vectors of released models are this narrow; wider rows get none.
 FLOAT_VECTOR_WIDTH = 64
 
+
 def _label_block(l1: np.ndarray, l2: np.ndarray, coord: int) -> Candidates:
     both = np.concatenate([l1, l2])
     # labels compared through one int64 key each: np.unique on a 1-D array, not rows (several times faster)
