@@ -62,10 +62,6 @@ class MissingLibrary(ImportError):
 def require(module: str, dist: str) -> Any:
     """Import ``module`` of the library ``dist`` (its package-index name), its import-time warnings
     silenced; :class:`MissingLibrary` with the install hint if it cannot be imported."""
-    return _require(module, dist)
-
-
-def _require(module: str, dist: str) -> Any:
     try:
         with warnings.catch_warnings():  # libraries warn on import (deprecations); not ours to show
             warnings.simplefilter("ignore")
@@ -509,7 +505,7 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
         OpenDP's names (``"l1_distance"`` or ``"L1Distance"``). A measurement that names its own
         must agree with them.
     """
-    _require("opendp", "opendp")
+    require("opendp", "opendp")
     source = _Measurement(measurement)
     meas = source.get()
     if isinstance(d_in, bool) or not isinstance(d_in, numbers.Real) or not 0 < float(d_in) < math.inf:
@@ -634,7 +630,7 @@ def diffprivlib_mechanism(mechanism: Any, *, name: str = "", float_events: bool 
     * ``Binary`` (randomised response on two labels): the label, ``local`` neighbours over
       ``{value0, value1}``.
     """
-    _require("diffprivlib", "diffprivlib")
+    require("diffprivlib", "diffprivlib")
     cls_name = type(mechanism).__name__
     if not hasattr(mechanism, "randomise") or not hasattr(mechanism, "epsilon"):
         raise TypeError(f"diffprivlib_mechanism takes a diffprivlib mechanism object (e.g. "
@@ -702,8 +698,8 @@ class _DplToolRelease:
         self.tool, self.epsilon, self.kwargs = tool, epsilon, kwargs
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        fn = getattr(_require("diffprivlib.tools", "diffprivlib"), self.tool)
-        accountant = _require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
+        fn = getattr(require("diffprivlib.tools", "diffprivlib"), self.tool)
+        accountant = require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
         seeded = _takes(fn, "random_state")
         a = _as_array(data)
         out = []
@@ -726,7 +722,7 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
     otherwise, unless given. Histograms release the counts (the bin edges do not depend on the
     data when ``range`` is given). ``bounds``/``range`` become the generators' ``lower``/``upper``.
     """
-    tools = _require("diffprivlib.tools", "diffprivlib")
+    tools = require("diffprivlib.tools", "diffprivlib")
     tool_name = tool if isinstance(tool, str) else getattr(tool, "__name__", "")
     if not tool_name or getattr(tools, tool_name, None) is None or (not isinstance(tool, str) and
                                                                      getattr(tools, tool_name) is not tool):
@@ -773,7 +769,7 @@ class _DplModelRelease:
     def _fit_once(self, X: np.ndarray, y: np.ndarray | None, seed: int) -> np.ndarray:
         from sklearn.base import clone
 
-        accountant = _require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
+        accountant = require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
         m = clone(self.model)
         params = m.get_params()
         m.set_params(**{k: v for k, v in (("random_state", seed), ("accountant", accountant())) if k in params})
@@ -808,7 +804,7 @@ def diffprivlib_model(model: Any, *, outputs: tuple[str, ...] | None = None, sup
     by the public dataset size or truncates at it (e.g. GaussianNB's class counts), i.e. bounded
     DP: ``replace_one`` by default.
     """
-    _require("diffprivlib", "diffprivlib")
+    require("diffprivlib", "diffprivlib")
     cls_name = type(model).__name__
     if not (hasattr(model, "fit") and hasattr(model, "get_params") and hasattr(model, "epsilon")):
         raise TypeError(f"diffprivlib_model takes an estimator of diffprivlib.models (e.g. GaussianNB(epsilon=1, "
@@ -862,7 +858,7 @@ class _PydpRelease:
                              f"got shape {a.shape}")
         integral = self.params.get("dtype", "int") == "int"
         values = a.astype(np.int64 if integral else np.float64).tolist()  # python-dp takes a list
-        m = _quiet(lambda: getattr(_require("pydp.algorithms.laplacian", "python-dp"), self.algorithm)(**self.params))
+        m = _quiet(lambda: getattr(require("pydp.algorithms.laplacian", "python-dp"), self.algorithm)(**self.params))
         return np.asarray([m.quick_result(values) for _ in range(size)])
 
 
@@ -885,7 +881,7 @@ def pydp(algorithm: Any, *, name: str = "", float_events: bool = True, **params:
     level but not bit-reproducible (``seeded`` is False). A python-dp object does not expose its
     bounds, so an instance is refused: pass the class and its arguments.
     """
-    mod = _require("pydp.algorithms.laplacian", "python-dp")
+    mod = require("pydp.algorithms.laplacian", "python-dp")
     if isinstance(algorithm, str):
         algo_name = algorithm
     elif isinstance(algorithm, type):
