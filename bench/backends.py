@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .chunks import ChunkPlan
-from .execution import _watch_parent, execute_chunk, warm_worker
-from .run_result import RunError
+from dpharness.bench.chunks import ChunkPlan
+from dpharness.bench.execution import _watch_parent, execute_chunk, warm_worker
+from dpharness.bench.run_result import RunError
 
 __all__ = ["BACKENDS", "DASK_HINT", "SCHEDULER_TIMEOUT"]
 
@@ -66,7 +66,7 @@ def _dask_client(scheduler: str | None, jobs: int) -> Iterator[Any]:
         try:
             with _quiet_distributed():
                 client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
-        except Exception as exc:  # noqa: BLE001 - OSError/TimeoutError/ValueError: one message
+        except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if isinstance(exc, (ValueError, TypeError)):
                 raise RunError(f"--scheduler {scheduler}: not a dask scheduler address ({first}); expected "
@@ -96,7 +96,7 @@ def _open_executor(stack: contextlib.ExitStack, backend: str, jobs: int, schedul
         try:
             info = client.scheduler_info()
             workers = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values()) or 1
-        except Exception:  # noqa: BLE001 - provenance only
+        except Exception:
             workers = 1
         return _Executor("dask", jobs, workers, external=bool(scheduler))
     if jobs > 0:
@@ -158,7 +158,7 @@ class _WarmUp:
 
             with parallel_config(**_pool_config(ex, pid)):
                 Parallel(batch_size=1)(delayed(warm_worker)(kind) for _ in range(ex.workers))
-        except BaseException as exc:  # noqa: BLE001 - reported by the chunks' own call, if it matters
+        except BaseException as exc:
             self.error = exc
         finally:
             self._done.set()
@@ -180,7 +180,7 @@ def _loky_pool_is_warm(workers: int) -> bool:
         ex = reusable_executor._executor
         return (ex is not None and ex._max_workers == workers and ex._flags.broken is None
                 and not ex._flags.shutdown and len(ex._processes) == workers)
-    except Exception:  # noqa: BLE001 - private API: assume a cold start
+    except Exception:
         return False
 
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .tasks import Task
+from dpharness.bench.tasks import Task
 
 __all__ = ["CHUNK_SECONDS", "ChunkPlan", "spread_order"]
 

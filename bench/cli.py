@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from .. import __version__
+from dpharness import __version__
 
 # sub-command -> (module, function); the function takes the parsed args and returns an exit code.
 _COMMANDS = {
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .. import mechanisms
+    from dpharness import mechanisms
 
     for name in mechanisms.available():
         print(mechanisms.describe(name))
@@ -146,7 +146,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _declare_inputs(args: argparse.Namespace) -> None:
     """Tell the output checks what this command reads, so that no ``--json``/``--junit`` path can
     overwrite it (:func:`bench.verdicts.set_inputs`): config files, run folders, baselines."""
-    from .verdicts import set_inputs
+    from dpharness.bench.verdicts import set_inputs
 
     files = [(c, "the config") for c in (getattr(args, "configs", None) or [])]
     if getattr(args, "config", None):

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .validation import COMMON_KEYS, Ctx, _inside
-from .values import REQUIRED, ConfigError, _fmt_num, did_you_mean
-from .yaml_io import read_yaml
+from dpharness.bench.validation import COMMON_KEYS, Ctx, _inside
+from dpharness.bench.values import REQUIRED, ConfigError, _fmt_num, did_you_mean
+from dpharness.bench.yaml_io import read_yaml
 
 __all__ = [
     "ConfigError",
@@ -80,7 +80,7 @@ class Config:
 
     @property
     def module(self) -> Any:
-        from . import experiments
+        from dpharness.bench import experiments
 
         return experiments.get(self.experiment)
 
@@ -160,7 +160,7 @@ def load_config(
 
 def _resolve(raw: Any, ctx: Ctx, stem: str | None, quick: bool, seed: int | None) -> Config | None:
     """Parse one tier of a config with a collecting ``ctx``; None when mistakes were recorded."""
-    from . import experiments
+    from dpharness.bench import experiments
 
     try:
         raw = ctx.require_mapping(raw)

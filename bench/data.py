@@ -44,8 +44,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .config import Ctx, did_you_mean
-from .tasks import format_value
+from dpharness.bench.config import Ctx, did_you_mean
+from dpharness.bench.tasks import format_value
 
 __all__ = ["GENERATORS", "DataSpec", "parse_data", "statsmodels_column", "csv_column", "describe_generators"]
 
@@ -425,7 +425,7 @@ def _csv_column(ctx: Ctx, name: str, column: str) -> tuple[str | None, np.ndarra
     except UnicodeDecodeError:
         ctx.report("csv", f"{p.name} is not UTF-8 text; save it as UTF-8 CSV")
         return None, None
-    except Exception as exc:  # noqa: BLE001 - any parse failure is a config error
+    except Exception as exc:
         ctx.report("csv", f"cannot read {p.name} as CSV: {str(exc).strip()}")
         return None, None
     if column not in cols:

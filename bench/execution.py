@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from . import experiments
-from .results import TaskStore
-from .tasks import Task, stable_hash, task_seed
+from dpharness.bench import experiments
+from dpharness.bench.results import TaskStore
+from dpharness.bench.tasks import Task, stable_hash, task_seed
 
 __all__ = ["execute_task", "execute_chunk", "warm_worker"]
 
@@ -51,7 +51,7 @@ def execute_task(kind: str, spec: Any, task: Task, root_seed: int) -> dict[str, 
         clean = [r if all(type(k) is str and type(v) in _SCALARS for k, v in r.items())
                  else {str(k): _scalar(v, f"{task.key}: {k}") for k, v in r.items()} for r in rows]
         status, message = "ok", ""
-    except Exception as exc:  # noqa: BLE001 - a failing task becomes an error row
+    except Exception as exc:
         clean, status, message = [], "error", f"{type(exc).__name__}: {exc}"
     return {
         "key": task.key,

@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .backends import _Executor
-from .chunks import ChunkPlan
-from .execution import _STOPPED
+from dpharness.bench.backends import _Executor
+from dpharness.bench.chunks import ChunkPlan
+from dpharness.bench.execution import _STOPPED
 
 
 def _child_pids() -> list[int]:

@@ -466,7 +466,7 @@ def check_run_folder(run_dir: Path) -> tuple[Any, pd.DataFrame, dict]:
     or when ``results.csv`` does not hold every task of the config (a truncated or edited file);
     ``ConfigError`` when its ``config.yaml`` no longer parses.
     """
-    from .results import load_run_config
+    from dpharness.bench.results import load_run_config
 
     run_dir = Path(run_dir)
     if not run_dir.exists():

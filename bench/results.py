@@ -47,8 +47,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from .tables import format_text_table, to_markdown
-from .tasks import stable_hash
+from dpharness.bench.tables import format_text_table, to_markdown
+from dpharness.bench.tasks import stable_hash
 
 __all__ = [
     "atomic_write_text",
@@ -321,7 +321,7 @@ def write_run_config(run_dir: Path, cfg: Any) -> None:
 
 def load_run_config(run_dir: Path) -> Any:
     """Load a run folder's ``config.yaml`` with the original ``base_dir`` (relative CSV paths)."""
-    from .config import load_config
+    from dpharness.bench.config import load_config
 
     path = Path(run_dir) / "config.yaml"
     base = None

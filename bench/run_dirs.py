@@ -12,8 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from .config import Config
-from .results import (
+from dpharness.bench.config import Config
+from dpharness.bench.results import (
     RunFolderBusy,
     RunLock,
     clean_stale_tmp,
@@ -23,7 +23,7 @@ from .results import (
     new_run_dir,
     write_run_config,
 )
-from .run_result import RunError
+from dpharness.bench.run_result import RunError
 
 STOP_FILE = ".stop"
 

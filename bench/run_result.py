@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import Config
-from .tasks import Summary
+from dpharness.bench.config import Config
+from dpharness.bench.tasks import Summary
 
 __all__ = ["RunError", "RunResult"]
 

@@ -91,9 +91,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import experiments
-from . import progress as _progress
-from .backends import (  # noqa: F401 - re-exported: bench.runner is the public home of these names
+from dpharness.bench import experiments
+from dpharness.bench import progress as _progress
+from dpharness.bench.backends import (  # noqa: F401 - re-exported: bench.runner is the public home of these names
     BACKENDS,
     DASK_HINT,
     SCHEDULER_TIMEOUT,
@@ -106,14 +106,14 @@ from .backends import (  # noqa: F401 - re-exported: bench.runner is the public 
     _stop_worker_pool,
     _WarmUp,
 )
-from .chunks import CHUNK_SECONDS, ChunkPlan, spread_order  # noqa: F401 - re-exported
-from .config import Config, load_config
-from .cpu_share import CpuShare
-from .execution import _SIG, _STOPPED, _scalar, _task_signal, execute_chunk, execute_task  # noqa: F401
-from .interrupts import _child_pids, _signals, _StopRequest  # noqa: F401 - re-exported
-from .results import TaskStore, clean_stale_tmp
-from .run_dirs import STOP_FILE, _check_out, _claim_run_dir, _lock  # noqa: F401 - re-exported
-from .run_outputs import (  # noqa: F401 - re-exported
+from dpharness.bench.chunks import CHUNK_SECONDS, ChunkPlan, spread_order  # noqa: F401 - re-exported
+from dpharness.bench.config import Config, load_config
+from dpharness.bench.cpu_share import CpuShare
+from dpharness.bench.execution import _SIG, _STOPPED, _scalar, _task_signal, execute_chunk, execute_task  # noqa: F401
+from dpharness.bench.interrupts import _child_pids, _signals, _StopRequest  # noqa: F401 - re-exported
+from dpharness.bench.results import TaskStore, clean_stale_tmp
+from dpharness.bench.run_dirs import STOP_FILE, _check_out, _claim_run_dir, _lock  # noqa: F401 - re-exported
+from dpharness.bench.run_outputs import (  # noqa: F401 - re-exported
     TIMING_COLUMNS,
     _clipped_points,
     _describe,
@@ -122,8 +122,8 @@ from .run_outputs import (  # noqa: F401 - re-exported
     run_manifest,
     write_manifest,
 )
-from .run_result import RunError, RunResult, _one_line, _State
-from .tasks import Task, stable_hash
+from dpharness.bench.run_result import RunError, RunResult, _one_line, _State
+from dpharness.bench.tasks import Task, stable_hash
 
 __all__ = ["RunError", "RunResult", "run", "execute_task", "execute_chunk", "ChunkPlan", "BACKENDS",
            "CHUNK_SECONDS", "SCHEDULER_TIMEOUT"]

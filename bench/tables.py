@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .tasks import format_value
+from dpharness.bench.tasks import format_value
 
 __all__ = ["EXACT_COLUMNS", "format_text_table", "to_markdown"]
 

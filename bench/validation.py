@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
-from .values import (
+from dpharness.bench.values import (
     REQUIRED,
     ConfigError,
     _coerce,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .results import atomic_write_text
+from dpharness.bench.results import atomic_write_text
 
 __all__ = ["OutputPathError", "JUnitCase", "check_output_file", "jsonable", "run_manifest", "verdict_block",
            "write_json", "write_junit", "junit_xml"]
@@ -162,7 +162,7 @@ def utc_now() -> str:
 
 def run_manifest(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The invocation's manifest: versions, git commit, platform, command, time (and ``extra``)."""
-    from .results import manifest_base
+    from dpharness.bench.results import manifest_base
 
     return jsonable({**manifest_base(), "created_utc": utc_now(), **(extra or {})})
 
@@ -174,7 +174,7 @@ def verdict_block(exit_code: int, message: str, **counts: Any) -> dict[str, Any]
 
 def write_json(path: Path, doc: dict[str, Any], command: str) -> None:
     """Check ``doc`` against ``command``'s schema, then write it atomically (indented, newline)."""
-    from . import schemas
+    from dpharness.bench import schemas
 
     doc = jsonable(doc)
     schemas.check(doc, command)

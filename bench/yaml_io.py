@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .values import ConfigError, _show
+from dpharness.bench.values import ConfigError, _show
 
 __all__ = ["read_yaml"]
 
@@ -69,7 +69,7 @@ def read_yaml(path: str | Path) -> dict:
         raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
                           f"save the config as UTF-8") from None
     try:
-        raw = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        raw = yaml.load(text, Loader=_Loader)
     except _DuplicateKey as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:

@@ -2,6 +2,6 @@
 
 import sys
 
-from .bench.cli import main
+from dpharness.bench.cli import main
 
 sys.exit(main())

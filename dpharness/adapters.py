@@ -15,7 +15,7 @@ and python-dp aggregations as auditable mechanisms (docs/adapters.md).
 * :func:`adapt` -- picks one of these from where the object comes from.
 
 Each returns a :class:`dpharness.verifiers.WrappedMechanism` that ``verifiers.audit``,
-``verifiers.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
+``verifiers.statistical.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
 imported when an adapter is built, never when this module is; a missing one raises
 :class:`MissingLibrary` (an ``ImportError``) with the install hint. Adapted mechanisms audit
 floating-point leaks by default (``float_events=True``): they are third-party float code.
@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from .verifiers.claims import ConstantMap, zcdp_to_approx_dp
-from .verifiers.wrap import WrappedMechanism, wrap
+from dpharness.verifiers.claims import ConstantMap, zcdp_to_approx_dp
+from dpharness.verifiers.wrap import WrappedMechanism, wrap
 
 __all__ = ["INSTALL_HINT", "MissingLibrary", "require", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
            "diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
@@ -240,7 +240,7 @@ def _legacy_measure(meas: Any, d_ref: Any) -> str:
         return "pure"
     try:
         at_d, at_2d = float(_quiet(lambda: meas.map(d_ref))), float(_quiet(lambda: meas.map(d_ref * 2)))
-    except Exception:  # noqa: BLE001 - a map that cannot be read at 2d: no evidence of zCDP
+    except Exception:
         return "pure"
     return "zcdp" if at_d > 0 and at_2d > 3 * at_d else "pure"
 
@@ -252,7 +252,7 @@ def _attr(obj: Any, name: str) -> Any:
         return None
     try:
         return getattr(obj, name, None)
-    except Exception:  # noqa: BLE001 - any library error means "not described"
+    except Exception:
         return None
 
 
@@ -340,7 +340,7 @@ class _OpenDPRelease:
         if member is not None:
             try:
                 inside = bool(member(x))
-            except Exception as exc:  # noqa: BLE001 - a type the domain cannot even read
+            except Exception as exc:
                 raise ValueError(f"data {x!r:.80} cannot be read by the input domain {dom}: {exc}") from None
             if not inside:
                 raise ValueError(f"data {x!r:.80} are not in the measurement's input domain {dom}")
@@ -383,7 +383,7 @@ class _OpenDPMap:
             d_out = (eps, self.delta) if self.measure == "approximate" else eps
             try:
                 return bool(_quiet(lambda: meas.check(d, d_out)))
-            except Exception:  # noqa: BLE001 - the library refusing an epsilon is not accepting it
+            except Exception:
                 return False
 
         if self.measure not in ("pure", "approximate"):
@@ -493,7 +493,7 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
         A member of the input domain, for inferring ``kind``; default: built from the domain
         (its bounds, else 0 / False / "a").
     neighbours
-        The relation whose pairs :func:`verifiers.search` generates (default: the metric's,
+        The relation whose pairs :func:`verifiers.statistical.search` generates (default: the metric's,
         :data:`dpharness.verifiers.claims.DEFAULT_RELATION`).
     input_domain, name, attributes, float_events
         As for :func:`dpharness.verifiers.wrap` (bounds and vector lengths of the measurement's

@@ -207,8 +207,8 @@ def _wrap_code(target: str, claim: Any, kind: str, attributes: dict | None = Non
 def _auditable(obj: Any, *, epsilon: Any, delta: Any, neighbours: str | None, kind: str | None,
                sensitivity: Any, name: str, attributes: dict | None) -> tuple[Any, str]:
     """(the object the verifier audits, the right-hand side of ``mech = ...`` in the replay snippet)."""
-    from .mechanisms.base import PrivacyClaim
-    from .verifiers import wrap
+    from dpharness.mechanisms.base import PrivacyClaim
+    from dpharness.verifiers import wrap
 
     if isinstance(obj, type):
         raise TypeError(f"mechanism_or_fn must be a mechanism instance or a function fn(data, size, rng), got the "
@@ -302,7 +302,7 @@ def _data_code(d: Any, limit: int = 300) -> str | None:
     try:
         a = np.asarray(d)
         text = repr(_py(a)) if a.dtype != object else repr(d)
-    except Exception:  # noqa: BLE001 - any data the mechanism accepts; a snippet is a courtesy
+    except Exception:
         return None
     return text if len(text) <= limit else None
 
@@ -346,7 +346,7 @@ def _replay(v: Any, built: str, nodeid: str | None, origin: str, session: _Sessi
 
 def _violation_message(v: Any, *, label: str, built: str, nodeid: str | None, origin: str,
                        session: _Session | None, total: int, scale: float, scaled: int) -> str:
-    from .verifiers.verdict import format_data
+    from dpharness.verifiers.verdict import format_data
 
     w = v.witness
     num, den = ("d1", "d2") if w.direction == "d1>d2" else ("d2", "d1")
@@ -417,7 +417,7 @@ def assert_dp(mechanism_or_fn: Any, d1: Any = None, d2: Any = None, *, epsilon: 
     """Assert that ``mechanism_or_fn`` satisfies (``epsilon``, ``delta``)-DP, by a statistical audit.
 
     With ``d1`` and ``d2``: :func:`verifiers.audit` of that neighbouring pair (``budget // 2`` draws
-    per dataset). Without: :func:`verifiers.search` over the neighbouring pairs of the claim's
+    per dataset). Without: :func:`verifiers.statistical.search` over the neighbouring pairs of the claim's
     relation (``budget`` calls in all). The test fails with :class:`DPViolation` -- the witness
     pair, event, counts, seed and replay commands in its message -- when a violation is certified
     at level ``alpha``; so a correct mechanism fails with probability at most ``alpha``. Otherwise
@@ -460,7 +460,7 @@ def assert_dp(mechanism_or_fn: Any, d1: Any = None, d2: Any = None, *, epsilon: 
         Factor on ``budget``; None: the session's ``--dp-budget`` (1 outside pytest).
     **options
         Passed to :func:`verifiers.audit` (e.g. ``events="thresholds"``) or
-        :func:`verifiers.search` (e.g. ``generator=...``); ``float_events=True`` also audits the
+        :func:`verifiers.statistical.search` (e.g. ``generator=...``); ``float_events=True`` also audits the
         bits of released doubles (floating-point leaks; on by default for library adapters).
 
     Returns
@@ -478,8 +478,8 @@ def _assert_dp(mechanism_or_fn: Any, d1: Any, d2: Any, *, epsilon: Any, delta: A
                alpha: Any, rng: Any, kind: Any, sensitivity: Any, name: str, attributes: Any, budget_scale: Any,
                options: dict, origin: str | None) -> Any:
     __tracebackhide__ = True
-    from .verifiers import audit, search
-    from .verifiers.statistical import seed_of
+    from dpharness.verifiers import audit, search
+    from dpharness.verifiers.statistical.batch import seed_of
 
     if (d1 is None) != (d2 is None):
         raise TypeError("give both d1 and d2 (audit that pair) or neither (search neighbouring pairs)")
@@ -566,8 +566,8 @@ def assert_no_regression(new_results: Any, baseline_dir: Any, *, alpha: float = 
         :class:`bench.regress.RegressionInputError` (a ``ValueError``) when the runs cannot be
         compared.
     """
-    from .bench.regress import RegressionInputError, is_baseline_location, regress
-    from .bench.tables import format_text_table
+    from dpharness.bench.regress import RegressionInputError, is_baseline_location, regress
+    from dpharness.bench.tables import format_text_table
 
     new_dir = getattr(new_results, "run_dir", new_results)
     rep = regress(new_dir, baseline_dir, alpha=alpha, tolerance=tolerance, paired=paired)

@@ -6,13 +6,13 @@ zoo once :mod:`verifiers` is imported; :mod:`mechanisms.registry`). The contract
 follows are in :mod:`mechanisms.contracts`, the output domains in :mod:`mechanisms.domains`.
 """
 
-from .base import NEIGHBOURS, Mechanism, PrivacyClaim
-from .registry import available, describe, make, namespaces, register
-from . import contracts, domains, laws
+from dpharness.mechanisms.base import NEIGHBOURS, Mechanism, PrivacyClaim
+from dpharness.mechanisms.registry import available, describe, make, namespaces, register
+from dpharness.mechanisms import contracts, domains, laws
 
 # Importing the modules registers their mechanisms.
-from . import finite, medians, smooth_sensitivity, continuous, topk, quantiles, quantile_baselines  # noqa: E402,F401
-from . import snapping, discrete_laplace  # noqa: E402,F401  (float-safe members)
+from dpharness.mechanisms import finite, medians, smooth_sensitivity, continuous, topk, quantiles, quantile_baselines  # noqa: F401
+from dpharness.mechanisms import snapping, discrete_laplace  # noqa: F401  (float-safe members)
 
 __all__ = ["NEIGHBOURS", "Mechanism", "PrivacyClaim", "available", "describe", "make", "namespaces", "register",
            "contracts", "domains", "laws"]

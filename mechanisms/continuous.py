@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import (
+from dpharness.mechanisms.base import (
     Mechanism,
     PrivacyClaim,
     check_choice,
@@ -33,10 +33,10 @@ from .base import (
     check_positive,
     check_present,
 )
-from .domains import DOMAINS, Grid, resolve_grid
-from .expectations import expected_linear, mean_in_piece
-from .laws import GridRunsLaw, PiecewiseDensity
-from .registry import register
+from dpharness.mechanisms.domains import DOMAINS, Grid, resolve_grid
+from dpharness.mechanisms.expectations import expected_linear, mean_in_piece
+from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
+from dpharness.mechanisms.registry import register
 
 __all__ = [
     "ContinuousExponential",
@@ -245,5 +245,5 @@ class ContinuousExponential(Mechanism):
 
 
 # The other two mechanisms of this family live in their own modules; importable from here as before.
-from .laplace_exponential import LaplaceViaExponential  # noqa: E402
-from .revenue import RevenuePrice  # noqa: E402
+from dpharness.mechanisms.laplace_exponential import LaplaceViaExponential  # noqa: E402
+from dpharness.mechanisms.revenue import RevenuePrice  # noqa: E402

@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from .base import PrivacyClaim
+from dpharness.mechanisms.base import PrivacyClaim
 
 __all__ = [
     "Auditable",

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .laws import GridRunsLaw, PiecewiseDensity
+from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
 
 __all__ = ["mean_in_piece", "expected_linear", "grid_expected_abs_error"]
 

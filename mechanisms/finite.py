@@ -29,11 +29,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import (Mechanism, PrivacyClaim, as_rng, check_choice, check_epsilon, check_positive, check_present,
+from dpharness.mechanisms.base import (Mechanism, PrivacyClaim, as_rng, check_choice, check_epsilon, check_positive, check_present,
                    check_scores, check_size)
-from .laws import sample_index
-from .registry import register
-from .selection_laws import em_log_prob, laplace_rnm_log_prob, pf_log_prob
+from dpharness.mechanisms.laws import sample_index
+from dpharness.mechanisms.registry import register
+from dpharness.mechanisms.selection_laws import em_log_prob, laplace_rnm_log_prob, pf_log_prob
 
 __all__ = ["ExponentialMechanism", "ReportNoisyMax", "PermuteAndFlip", "RandomizedResponse"]
 

@@ -66,8 +66,8 @@ import numpy as np
 from numpy.fft import irfft, rfft
 from scipy import special
 
-from .domains import Grid
-from .laws import sample_index
+from dpharness.mechanisms.domains import Grid
+from dpharness.mechanisms.laws import sample_index
 
 __all__ = ["Cells", "cells_of", "Forward", "forward", "log_toeplitz_fft", "log_toeplitz_geometric",
            "sample_cells", "place", "log_density", "utility_of_cells", "RECURSIONS"]

@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Mechanism, PrivacyClaim, check_bounds, check_epsilon, check_positive, check_present
-from .laws import LocationScaleLaw, PiecewiseDensity
-from .registry import register
+from dpharness.mechanisms.base import Mechanism, PrivacyClaim, check_bounds, check_epsilon, check_positive, check_present
+from dpharness.mechanisms.laws import LocationScaleLaw, PiecewiseDensity
+from dpharness.mechanisms.registry import register
 
 __all__ = ["LaplaceViaExponential"]
 

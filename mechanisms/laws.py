@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .base import as_rng, check_size
+from dpharness.mechanisms.base import as_rng, check_size
 
 __all__ = [
     "PiecewiseDensity",

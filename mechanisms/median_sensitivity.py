@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import check_bounds, check_choice, check_data, check_positive
+from dpharness.mechanisms.base import check_bounds, check_choice, check_data, check_positive
 
 __all__ = [
     "RELATIONS",

@@ -17,8 +17,8 @@ from typing import Protocol
 import numpy as np
 from scipy import special
 
-from .domains import Grid
-from .duff_utility import (
+from dpharness.mechanisms.domains import Grid
+from dpharness.mechanisms.duff_utility import (
     cost_lower_bound_left,
     cost_lower_bound_right,
     distinct_sorted,
@@ -26,7 +26,7 @@ from .duff_utility import (
     runs_and_points,
     target_rank,
 )
-from .laws import sample_index
+from dpharness.mechanisms.laws import sample_index
 
 __all__ = ["WindowProposal", "window_proposal", "DuffLike", "WINDOW_MIN_N", "MAX_OUTSIDE"]
 

@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import (
+from dpharness.mechanisms.base import (
     Mechanism,
     PrivacyClaim,
     as_rng,
@@ -55,9 +55,9 @@ from .base import (
     check_epsilon,
     check_size,
 )
-from .domains import DOMAINS, MAX_GRID_POINTS, Grid, resolve_grid
-from .domains import on_grid as _on_grid  # noqa: F401 - former private name, kept importable
-from .duff_utility import (
+from dpharness.mechanisms.domains import DOMAINS, MAX_GRID_POINTS, Grid, resolve_grid
+from dpharness.mechanisms.domains import on_grid as _on_grid  # noqa: F401 - former private name, kept importable
+from dpharness.mechanisms.duff_utility import (
     DEFINITIONS,
     check_quantile,
     distinct_sorted,
@@ -67,11 +67,11 @@ from .duff_utility import (
     runs_and_points,
     target_rank,
 )
-from .expectations import grid_expected_abs_error
-from .laws import GridRunsLaw, PiecewiseDensity
-from .median_window import MAX_OUTSIDE, WindowProposal, _sample_window, _window_half_width, window_proposal
-from .median_window import _rank_window, _window_of  # noqa: F401 - re-exported for tests
-from .registry import register
+from dpharness.mechanisms.expectations import grid_expected_abs_error
+from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
+from dpharness.mechanisms.median_window import MAX_OUTSIDE, WindowProposal, _sample_window, _window_half_width, window_proposal
+from dpharness.mechanisms.median_window import _rank_window, _window_of  # noqa: F401 - re-exported for tests
+from dpharness.mechanisms.registry import register
 
 # Former private names of this module, kept importable (tests and notebooks use them).
 _resolve_grid = resolve_grid

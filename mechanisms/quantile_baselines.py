@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import (
+from dpharness.mechanisms.base import (
     Mechanism,
     PrivacyClaim,
     as_rng,
@@ -53,10 +53,10 @@ from .base import (
     check_epsilon,
     check_size,
 )
-from .laws import LocationScaleLaw
-from .median_sensitivity import _certified_k, _replace_one_dc
-from .quantiles import check_quantiles
-from .registry import register
+from dpharness.mechanisms.laws import LocationScaleLaw
+from dpharness.mechanisms.median_sensitivity import _certified_k, _replace_one_dc
+from dpharness.mechanisms.quantiles import check_quantiles
+from dpharness.mechanisms.registry import register
 
 __all__ = [
     "SmoothQuantiles",

@@ -50,8 +50,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special
 
-from . import joint_exp as _je
-from .base import (
+from dpharness.mechanisms import joint_exp as _je
+from dpharness.mechanisms.base import (
     Mechanism,
     PrivacyClaim,
     as_rng,
@@ -62,9 +62,9 @@ from .base import (
     check_epsilon,
     check_size,
 )
-from .domains import DOMAINS, Grid, resolve_grid
-from .laws import GridRunsLaw, PiecewiseDensity
-from .registry import register
+from dpharness.mechanisms.domains import DOMAINS, Grid, resolve_grid
+from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
+from dpharness.mechanisms.registry import register
 
 __all__ = [
     "JointQuantiles",
@@ -218,7 +218,7 @@ class JointQuantiles(_Quantiles):
     domain: str = "continuous"
     step: float | None = None
     recursion: str = "geometric"
-    #: exact mode (verifiers.exact_vector) reads the law through forward() / log_density()
+    #: exact mode (verifiers.losses.vector) reads the law through forward() / log_density()
     exact_vector_law: ClassVar[str] = "joint_exp"
 
     def __post_init__(self) -> None:
@@ -370,7 +370,7 @@ class IndependentQuantiles(_Quantiles):
     delta: float | None = None
     domain: str = "continuous"
     step: float | None = None
-    #: exact mode (verifiers.exact_vector) reads the law through marginal()
+    #: exact mode (verifiers.losses.vector) reads the law through marginal()
     exact_vector_law: ClassVar[str] = "independent"
 
     def __post_init__(self) -> None:

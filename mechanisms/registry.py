@@ -4,7 +4,7 @@ Names live in namespaces. The default namespace (:data:`DEFAULT`) holds the real
 :mod:`mechanisms` and is what a plain name means everywhere (``make("exponential", ...)``,
 ``available()``, ``dpharness list``). Other namespaces hold mechanisms that must not be mistaken
 for real ones, e.g. ``zoo``, the verifier's deliberately broken mechanisms and their correct twins
-(:mod:`verifiers.zoo`). A name in another namespace is written ``"namespace/name"``
+(:mod:`verifiers.controls.zoo`). A name in another namespace is written ``"namespace/name"``
 (``make("zoo/rnm_laplace_value")``) or given with ``namespace=`` (``make("rnm_laplace_value",
 namespace="zoo")``); the same plain name may exist in several namespaces.
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
+import importlib.metadata
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
@@ -116,8 +118,30 @@ def register(name: str, *, namespace: str = DEFAULT, **meta: Any) -> Callable[[T
     return deco
 
 
+#: Namespaces whose mechanisms live above this layer (mechanisms with a known truth that the verifier is
+#: tested on): namespace -> the module that registers them, imported the first time the namespace is used,
+#: so that importing the mechanisms (or the verifier core) loads no catalogue. Other packages add
+#: namespaces through the ``dpharness.namespaces`` entry-point group (name = namespace, value = module).
+PROVIDERS: dict[str, str] = {"zoo": "dpharness.verifiers.controls.zoo"}
+
+
+def _providers() -> dict[str, str]:
+    out = dict(PROVIDERS)
+    for ep in importlib.metadata.entry_points(group="dpharness.namespaces"):
+        out.setdefault(ep.name, ep.value)
+    return out
+
+
+def _load(ns: str | None) -> None:
+    """Import the provider of ``ns`` (every provider when None) unless its namespace is already filled."""
+    for name, module in _providers().items():
+        if (ns is None or ns == name) and not _SPACES.get(name):
+            importlib.import_module(module)
+
+
 def namespaces() -> list[str]:
     """Sorted namespaces that hold at least one mechanism."""
+    _load(None)
     return sorted(ns for ns, table in _SPACES.items() if table)
 
 
@@ -131,15 +155,19 @@ def available(namespace: str | None = DEFAULT) -> list[str]:
     ``namespace=None`` lists every mechanism of every namespace by qualified name.
     """
     if namespace is None:
+        _load(None)
         return sorted(_entry(ns, n).qualified for ns, table in _SPACES.items() for n in table)
-    return sorted(_SPACES.get(_check_namespace(namespace), {}))
+    _load(_check_namespace(namespace))
+    return sorted(_SPACES.get(namespace, {}))
 
 
 def entry(name: str, namespace: str | None = None) -> Entry:
     """The :class:`Entry` of ``name``; ``ValueError`` listing the accepted names otherwise."""
     ns, plain = split_name(name, namespace)
+    _load(ns)
     if plain in _SPACES.get(ns, {}):
         return _entry(ns, plain)
+    _load(None)  # "did you mean" and "exists in another namespace" look at every namespace
     names = available(ns)
     what = "mechanism" if ns == DEFAULT else f"{ns} mechanism"
     close = difflib.get_close_matches(plain, names, n=1)
@@ -147,14 +175,15 @@ def entry(name: str, namespace: str | None = None) -> Entry:
     elsewhere = sorted(_entry(s, plain).qualified for s, table in _SPACES.items() if s != ns and plain in table)
     also = f"; {' and '.join(map(repr, elsewhere))} exists in another namespace" if elsewhere else ""
     if not names:
-        raise ValueError(f"unknown {what} {plain!r}{also}: no mechanism is registered in namespace {ns!r} "
-                         "(the zoo registers when dpharness.verifiers is imported)")
+        raise ValueError(f"unknown {what} {plain!r}{also}: no mechanism is registered in namespace {ns!r}; "
+                         f"namespaces: {', '.join(namespaces())}")
     raise ValueError(f"unknown {what} {plain!r}{hint}{also}; accepted: {', '.join(names)}")
 
 
 def entries(namespace: str | None = DEFAULT) -> list[Entry]:
     """The entries of ``namespace`` sorted by name (every namespace when None)."""
     if namespace is None:
+        _load(None)
         return [_entry(ns, n) for ns in sorted(_SPACES) for n in sorted(_SPACES[ns])]
     return [_entry(namespace, n) for n in available(namespace)]
 

@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Mechanism, PrivacyClaim, check_bounds, check_choice, check_data, check_epsilon
-from .domains import DOMAINS, Grid, last_index_at_most, resolve_grid
-from .expectations import expected_linear
-from .laws import GridRunsLaw, PiecewiseDensity
-from .registry import register
+from dpharness.mechanisms.base import Mechanism, PrivacyClaim, check_bounds, check_choice, check_data, check_epsilon
+from dpharness.mechanisms.domains import DOMAINS, Grid, last_index_at_most, resolve_grid
+from dpharness.mechanisms.expectations import expected_linear
+from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
+from dpharness.mechanisms.registry import register
 
 __all__ = ["RevenuePrice"]
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import (
+from dpharness.mechanisms.base import (
     Mechanism,
     PrivacyClaim,
     as_rng,
@@ -25,8 +25,8 @@ from .base import (
     check_delta,
     check_epsilon,
 )
-from .laws import LocationScaleLaw
-from .median_sensitivity import (  # noqa: F401 - private helpers re-exported for the tests
+from dpharness.mechanisms.laws import LocationScaleLaw
+from dpharness.mechanisms.median_sensitivity import (  # noqa: F401 - private helpers re-exported for the tests
     RELATIONS,
     _median_and_sensitivity,
     _padded_full,
@@ -37,7 +37,7 @@ from .median_sensitivity import (  # noqa: F401 - private helpers re-exported fo
     median_local_sensitivity,
     median_smooth_sensitivity,
 )
-from .registry import register
+from dpharness.mechanisms.registry import register
 
 __all__ = [
     "SmoothSensitivityMedian",

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_present, check_size
-from .laws import GridRunsLaw
-from .registry import register
+from dpharness.mechanisms.base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_present, check_size
+from dpharness.mechanisms.laws import GridRunsLaw
+from dpharness.mechanisms.registry import register
 
 __all__ = ["Snapping", "log_correctly_rounded", "sample_uniform_doubles", "snap_parameters"]
 

@@ -44,9 +44,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores, check_size
-from .registry import register
-from .topk_laws import (SUPPORT_CAP, check_seqs, k_subsets, laplace_topk_log_prob, ordered_tuples,
+from dpharness.mechanisms.base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores, check_size
+from dpharness.mechanisms.registry import register
+from dpharness.mechanisms.topk_laws import (SUPPORT_CAP, check_seqs, k_subsets, laplace_topk_log_prob, ordered_tuples,
                         peeling_pf_log_prob, plackett_luce_log_prob, set_log_prob)
 
 __all__ = ["PeelingExponential", "GumbelTopK", "LaplaceTopK", "PeelingPermuteAndFlip"]

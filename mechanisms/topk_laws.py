@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
-from .selection_laws import pf_log_prob
+from dpharness.mechanisms.selection_laws import pf_log_prob
 
 __all__ = ["SUPPORT_CAP", "LAPLACE_SUPPORT_CAP", "n_ordered", "ordered_tuples", "k_subsets", "check_seqs",
            "set_log_prob", "plackett_luce_log_prob", "peeling_pf_log_prob", "laplace_topk_log_prob"]

@@ -1,4 +1,11 @@
-"""The import graph: `mechanisms` <- `verifiers` <- `bench`, nothing upward, no import cycle.
+"""The import graph has five floors, each importing only the floors below it, and no import cycle:
+
+1. ``dpharness.mechanisms`` -- exact mechanisms and laws;
+2. ``dpharness.verifiers`` -- the auditing library (its core: everything but ``controls``);
+3. ``dpharness.verifiers.controls`` (mechanisms with a known truth) and ``dpharness.adapters`` (libraries);
+4. ``dpharness.bench`` -- the harness and its command line;
+5. ``dpharness.testing`` -- the pytest plugin.
+
 
 Every ``import`` / ``from ... import`` statement of every module (top level *and* inside functions,
 since a lazy import is still a dependency) is read with :mod:`ast`, resolved to a module of the
@@ -16,7 +23,11 @@ import pytest
 
 import dpharness
 
-LAYERS = {"mechanisms": 0, "verifiers": 1, "bench": 2}
+#: floor of each top-level part of the namespace (a longer prefix wins: controls sit above the verifier core)
+FLOORS = {"dpharness.mechanisms": 1, "dpharness.verifiers": 2, "dpharness.verifiers.controls": 3, "dpharness.adapters": 3,
+          "dpharness.bench": 4, "dpharness.testing": 5}
+#: the folders mapped under the namespace (pyproject.toml's package-dir)
+LAYERS = {"mechanisms": 1, "verifiers": 2, "bench": 4}
 #: Generic names that must never be imported as top-level packages from inside the project.
 GENERIC = set(LAYERS)
 
@@ -25,9 +36,11 @@ def _modules() -> dict[str, Path]:
     """dotted module name -> source file, for every module of the namespace."""
     out: dict[str, Path] = {"dpharness": Path(dpharness.__file__)}
     root = Path(dpharness.__file__).parent
-    for f in root.glob("*.py"):
-        if f.name != "__init__.py":
-            out[f"dpharness.{f.stem}"] = f
+    for f in root.rglob("*.py"):
+        rel = f.relative_to(root).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        if parts:
+            out[".".join(["dpharness", *parts])] = f
     for layer in LAYERS:
         pkg = importlib.import_module(f"dpharness.{layer}")
         (base,) = pkg.__path__
@@ -80,16 +93,21 @@ def _imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int, boo
 
 
 def _layer(module: str) -> int | None:
-    parts = module.split(".")
-    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+    """The floor of a module (None for the namespace root and ``__main__``, which sit on top)."""
+    best = None
+    for prefix, floor in FLOORS.items():
+        if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, floor)
+    return best[1] if best else None
 
 
 MODULES = _modules()
 GRAPH = {m: _imports(m, p, set(MODULES)) for m, p in MODULES.items()}
 
 
-def test_every_layer_and_the_root_are_found():
-    assert {"dpharness.mechanisms", "dpharness.verifiers", "dpharness.bench"} <= set(MODULES)
+def test_every_floor_and_the_root_are_found():
+    assert set(FLOORS) <= set(MODULES)
+    assert {_layer(m) for m in MODULES} == {None, 1, 2, 3, 4, 5}
     assert sum(1 for m in MODULES if m.startswith("dpharness.mechanisms.")) >= 5
     assert sum(1 for m in MODULES if m.startswith("dpharness.bench.")) >= 5
 
@@ -162,14 +180,15 @@ def test_no_import_cycle_between_modules():
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
-@pytest.mark.parametrize("layer", sorted(LAYERS))
-def test_layers_import_cleanly_on_their_own(layer):
-    # Each layer imports in a fresh interpreter without the layers above it being touched.
+@pytest.mark.parametrize("floor", sorted(FLOORS))
+def test_floors_import_cleanly_on_their_own(floor):
+    # Each floor imports in a fresh interpreter without a module of a higher floor being loaded
+    # (the catalogue of controls included: the verifier core loads it only when it is used).
     import subprocess
     import sys
 
-    higher = [n for n, lvl in LAYERS.items() if lvl > LAYERS[layer]]
-    code = (f"import sys, dpharness.{layer}; bad = [m for m in sys.modules if any(m.startswith('dpharness.' + h) "
+    higher = sorted(p for p, lvl in FLOORS.items() if lvl > FLOORS[floor])
+    code = (f"import sys, {floor}; bad = [m for m in sys.modules if any(m == h or m.startswith(h + '.') "
             f"for h in {higher!r})]; print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).parent)

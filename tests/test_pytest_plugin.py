@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 
 from dpharness import testing
-from dpharness.verifiers import power, zoo
+from dpharness.verifiers import power
+from dpharness.verifiers.controls import zoo
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ROOT / "results" / "baselines"

@@ -19,7 +19,7 @@ def test_readme_implementation_audit_example_runs():
     code = text[start + len("```python"): text.index("```", start + 9)]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the project's own README
+        exec(compile(code, "README.md", "exec"), {})
     lines = out.getvalue().splitlines()
     assert lines[:3] == ["True", "False", "False"]
     # OpenDP samples from the OS, not from rng: this line is random. The README audits at alpha = 1e-6,

@@ -1,26 +1,38 @@
 """Privacy auditing: certified lower bounds on a mechanism's real epsilon.
 
 * :func:`audit` -- one dataset pair: select a witness event on one split, certify it on fresh
-  samples with exact Clopper–Pearson bounds (:mod:`verifiers.statistical`).
-* :func:`search` -- also searches neighbouring pairs (:mod:`verifiers.search`,
+  samples with exact Clopper–Pearson bounds (:mod:`verifiers.statistical.batch`).
+* :func:`search` -- also searches neighbouring pairs (:mod:`verifiers.statistical.search`,
   :mod:`verifiers.neighbours`), with one certification for the whole search.
 * :func:`exact` -- exact privacy loss from a mechanism's exact law (:mod:`verifiers.exact`).
 * :func:`wrap` -- make any ``fn(data, size, rng)`` auditable (:mod:`verifiers.wrap`).
-* :mod:`verifiers.zoo` -- deliberately broken mechanisms and their correct twins.
+* :mod:`verifiers.controls.zoo` -- deliberately broken mechanisms and their correct twins.
 * :mod:`verifiers.power` -- detection probabilities by computation.
 * ``dpharness audit CONFIG`` -- the harness layer, :mod:`dpharness.bench.audits`.
 """
 
-from .bounds import blind_delta, cp_lower, cp_upper, delta_lower_bound, epsilon_lower_bound
-from .events import Event
-from .exact import ExactLoss, exact
-from .neighbours import Pair, are_neighbours, check_neighbours, pairs_for
-from .search import search
-from .statistical import audit
-from .verdict import Verdict, Witness
-from .wrap import WrappedMechanism, wrap
-from . import zoo  # registers the zoo's mechanisms in the registry namespace "zoo"  # noqa: E402,F401
-from . import sequential  # plugs the anytime-valid certification into audit/search  # noqa: E402,F401
+from dpharness.verifiers.bounds import blind_delta, cp_lower, cp_upper, delta_lower_bound, epsilon_lower_bound
+from dpharness.verifiers.events import Event
+from dpharness.verifiers.losses.exact import ExactLoss, exact
+from dpharness.verifiers.neighbours import Pair, are_neighbours, check_neighbours, pairs_for
+from dpharness.verifiers.statistical.search import search
+from dpharness.verifiers.statistical.batch import audit
+from dpharness.verifiers.verdict import Verdict, Witness
+from dpharness.verifiers.wrap import WrappedMechanism, wrap
+from dpharness.verifiers.statistical import sequential  # plugs the anytime-valid certification into audit/search  # noqa: F401
+
+#: The catalogues of mechanisms with a known truth, reachable as ``verifiers.zoo`` and ``verifiers.suites``
+#: but imported only when first used: the verifier core does not depend on them (they depend on it).
+_CONTROLS = {"zoo": "dpharness.verifiers.controls.zoo", "suites": "dpharness.verifiers.controls.suites"}
+
+
+def __getattr__(name: str):
+    if name in _CONTROLS:
+        import importlib
+
+        return importlib.import_module(_CONTROLS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "audit",

@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.base import NEIGHBOURS, PrivacyClaim
-from .verdict import Verdict, format_data, summarize
+from dpharness.mechanisms.base import NEIGHBOURS, PrivacyClaim
+from dpharness.verifiers.verdict import Verdict, format_data, summarize
 
 __all__ = ["INPUT_METRICS", "DEFAULT_RELATION", "PrivacyMapClaim", "map_claim", "distance", "evaluate", "claim_at",
            "check_pair", "at_pair", "AtPair", "annotate", "pairs_for", "is_map_claim", "LinearMap", "ConstantMap",
@@ -247,7 +247,7 @@ def evaluate(privacy_map: Callable[[Any], Any], d_in: float) -> tuple[float, flo
     naming the distance when the map raises or returns anything else."""
     try:
         out = privacy_map(d_in)
-    except Exception as exc:  # noqa: BLE001 - a map that fails is reported with the distance it failed at
+    except Exception as exc:
         raise ValueError(f"privacy_map({d_in:g}) raised {type(exc).__name__}: {exc}") from exc
     if isinstance(out, PrivacyClaim):
         eps, dl = out.epsilon, out.delta
@@ -350,7 +350,7 @@ def claim_at(claim: PrivacyMapClaim, d1: Any, d2: Any, label: str = "the pair") 
         raise ValueError(f"{where} is at {claim.input_metric} 0 (the same dataset): nothing to audit")
     dom = getattr(claim, "input_domain", None)
     if dom is not None:  # a declared input domain holds the records (or the whole input)
-        from . import neighbours
+        from dpharness.verifiers import neighbours
 
         outside = getattr(neighbours, "_why_not_domain", None)
         why = outside(d1, d2, dom, claim.neighbours) if outside is not None else None
@@ -368,7 +368,7 @@ def check_pair(d1: Any, d2: Any, claim: Any, label: str = "the pair") -> float |
     (returns None). ``ValueError`` saying why otherwise."""
     if isinstance(claim, PrivacyMapClaim):
         return claim_at(claim, d1, d2, label)[1]
-    from .neighbours import check_neighbours
+    from dpharness.verifiers.neighbours import check_neighbours
 
     check_neighbours(d1, d2, claim)
     return None
@@ -411,7 +411,7 @@ def at_pair(mechanism: Any, d1: Any, d2: Any, *, check: bool = True, label: str 
         fixed, d = claim_at(claim, d1, d2, label)
         return AtPair(mechanism, fixed, d, claim.input_metric)
     if check:
-        from .neighbours import check_neighbours
+        from dpharness.verifiers.neighbours import check_neighbours
 
         check_neighbours(d1, d2, claim)
     return mechanism
@@ -435,8 +435,8 @@ def pairs_for(mechanism: Any, generator: Any = "auto") -> list:
     """:func:`verifiers.pairs_for`, with pairs checked against the privacy map for map claims:
     a listed pair must be at a finite distance where the map is valid (``ValueError`` naming it);
     a generated pair that is not is dropped and reported in ``skipped``."""
-    from .neighbours import Pair, PairList
-    from .neighbours import pairs_for as _pairs_for
+    from dpharness.verifiers.neighbours import Pair, PairList
+    from dpharness.verifiers.neighbours import pairs_for as _pairs_for
 
     claim = mechanism.claim
     if not isinstance(claim, PrivacyMapClaim):

@@ -30,7 +30,7 @@ Two guarantees, both exact or provably conservative (no Monte Carlo):
   union is paid). Some candidate has counts >= (C_num(E*) - slack, <= C_den(E*)) (``slack`` covers
   a capped candidate list: :func:`verifiers.events.threshold_gap`, numerator only, 0 in the fully
   kept tails), so the selected candidate scores >= S* = S(C_num - slack, C_den)
-  (:func:`verifiers.statistical.selection_score`, increasing in the numerator count, decreasing in
+  (:func:`verifiers.statistical.batch.selection_score`, increasing in the numerator count, decreasing in
   the denominator count; S* has an exactly computable law: two independent binomials). Then
 
   1. Q: every grid event's count is inside its exact binomial quantiles at level eta/(8 N) per
@@ -60,10 +60,10 @@ from typing import Any, Callable
 import numpy as np
 from scipy import stats
 
-from ..mechanisms.contracts import HasDistribution, is_finite
-from . import bounds
-from .events import TAIL_KEEP, THRESHOLD_CAP, finite_candidates, real_candidates, threshold_gap
-from .statistical import ALPHA_SPLITS, DEFAULT_SELECTION, selection_score, shrink_level
+from dpharness.mechanisms.contracts import HasDistribution, is_finite
+from dpharness.verifiers import bounds
+from dpharness.verifiers.events import TAIL_KEEP, THRESHOLD_CAP, finite_candidates, real_candidates, threshold_gap
+from dpharness.verifiers.statistical.batch import ALPHA_SPLITS, DEFAULT_SELECTION, selection_score, shrink_level
 
 __all__ = ["certification_power", "audit_power", "split_sizes", "possible_shrinks"]
 
@@ -313,7 +313,7 @@ def audit_power(mechanism: Any, witness: Any, *, samples: int, alpha: float = 0.
     """Lower bound on P[``audit(mechanism, witness.d1, witness.d2, samples=samples, alpha=alpha,
     events=...)`` is violated] (module docstring): the default ``events="all"`` for finite
     outputs, ``events="thresholds"`` for real outputs. ``witness`` has ``d1, d2, event,
-    direction, p_num, p_den`` (a :class:`verifiers.zoo.ZooWitness`); its event must be a
+    direction, p_num, p_den`` (a :class:`verifiers.controls.zoo.ZooWitness`); its event must be a
     threshold, an atom or a single finite output. The witness event is one of the fixed reference
     events E* (the others: every grid threshold, law atom or finite output, both directions).
     ``resolution``: grid step in binomial standard deviations of the selection counts."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .events import Event
+from dpharness.verifiers.events import Event
 
 __all__ = ["Witness", "Verdict", "format_data"]
 

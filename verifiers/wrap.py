@@ -7,9 +7,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
-from ..mechanisms.contracts import OUTPUT_KINDS, OutputKind
-from .input_domains import parse_domain
+from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
+from dpharness.mechanisms.contracts import OUTPUT_KINDS, OutputKind
+from dpharness.verifiers.input_domains import parse_domain
 
 __all__ = ["wrap", "WrappedMechanism"]
 
@@ -125,7 +125,7 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float |
     if dom is not None:
         attrs["input_domain"] = dom
     if privacy_map is not None or input_metric is not None:
-        from .claims import map_claim
+        from dpharness.verifiers.claims import map_claim
 
         if privacy_map is None or input_metric is None:
             raise ValueError("a privacy-map claim needs both privacy_map=(d_in -> epsilon or (epsilon, delta)) and "

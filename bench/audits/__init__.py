@@ -12,6 +12,6 @@ experiment kind ``audit`` (:mod:`bench.experiments.audit`), with its resume, man
 * :mod:`bench.audits.cli` -- the ``dpharness audit`` command.
 """
 
-from .spec import AuditSet, AuditSpec, TargetSpec
+from dpharness.bench.audits.spec import AuditSet, AuditSpec, TargetSpec
 
 __all__ = ["AuditSet", "AuditSpec", "TargetSpec"]

@@ -27,10 +27,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..config import ConfigError, Ctx
-from ..values import did_you_mean
+from dpharness.bench.config import ConfigError, Ctx
+from dpharness.bench.values import did_you_mean
 
-from .spec import CLAIM_KEYS, AuditSet, AuditSpec, errors_at_once
+from dpharness.bench.audits.spec import CLAIM_KEYS, AuditSet, AuditSpec, errors_at_once
 
 __all__ = ["build_mechanism", "given_pairs", "check", "MissingExtraError", "resolve_callable", "build_callable", "CallableError",
            "build_library"]
@@ -105,7 +105,7 @@ def _signature(fn: Any) -> str:
 
 
 def _checked_mechanism(obj: Any, what: str) -> Any:
-    from ... import mechanisms
+    from dpharness import mechanisms
 
     if not isinstance(obj.claim, mechanisms.PrivacyClaim):
         raise CallableError(f"{what} has a claim that is not a mechanisms.PrivacyClaim (got "
@@ -117,7 +117,7 @@ def build_callable(spec: dict, paths: Sequence[str] = ()) -> Any:
     """The mechanism of ``{callable: ..., ...claim}`` (see :mod:`bench.audits.spec`): a function is
     wrapped under the claim keys; an object with ``claim`` and ``sample`` (or what a zero-argument
     factory returns) is used as it is. Raises :class:`CallableError`."""
-    from ... import verifiers
+    from dpharness import verifiers
 
     target = spec["callable"]
     claim = {k: v for k, v in spec.items() if k != "callable"}
@@ -182,7 +182,7 @@ def build_library(spec: dict) -> Any:
     by :mod:`dpharness.adapters` with the ``adapter`` options. Raises :class:`CallableError`
     (key ``library``, ``params`` or ``adapter``); a library that is not installed raises
     :class:`dpharness.adapters.MissingLibrary`."""
-    from ... import adapters as A
+    from dpharness import adapters as A
 
     target, params, options = spec["library"], dict(spec.get("params") or {}), dict(spec.get("adapter") or {})
     root = target.split(".", 1)[0].split(":", 1)[0]
@@ -266,24 +266,24 @@ def build_mechanism(spec: dict, import_paths: Sequence[str] = ()) -> tuple[Any, 
         return m, str(getattr(m, "name", "") or spec["library"]), None
     params = {k: v for k, v in spec.items() if k not in ("zoo", "registry", "peer", "suite", "example")}
     if "suite" in spec:
-        from ...verifiers import suites
+        from dpharness.verifiers.controls import suites
 
         e = suites.get(spec["suite"])
         return e.mechanism, e.qualified, e.true_epsilon
     if "zoo" in spec:
-        from ...verifiers import zoo
+        from dpharness.verifiers.controls import zoo
 
         m = zoo.make(spec["zoo"], **params)
         return m, f"zoo:{spec['zoo']}", float(m.true_epsilon)
     if "registry" in spec:
-        from ... import mechanisms
+        from dpharness import mechanisms
 
         if spec.get("example"):
             m, _ = mechanisms.registry.get(spec["registry"]).example()
         else:
             m = mechanisms.make(spec["registry"], **params)
         return m, spec["registry"], None
-    from .. import peers
+    from dpharness.bench import peers
 
     return peers.build(spec["peer"], **params), f"peer:{spec['peer']}", None
 
@@ -294,7 +294,7 @@ def given_pairs(audit: AuditSpec, mech: Any) -> list[tuple[Any, Any, str]]:
         w = mech.witness()
         return [(w.d1, w.d2, "witness")]
     if audit.pairs == "suite":
-        from ...verifiers import suites
+        from dpharness.verifiers.controls import suites
 
         e = suites.get(audit.mechanism["suite"])
         return [(d1, d2, f"{e.name} pair {i}") for i, (d1, d2) in enumerate(e.pairs)]
@@ -320,8 +320,8 @@ def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
 def _check_search_budget(a: AuditSpec, n_pairs: int, err: Any) -> None:
     """A search needs 4 selection calls per candidate pair (2 per dataset) and at least one
     certification draw: each sample size (the search's budget) is checked here, before any run
-    folder exists, with the same split as :func:`verifiers.search`."""
-    from ...verifiers.search import DEFAULT_SEARCH_SELECTION
+    folder exists, with the same split as :func:`verifiers.statistical.search`."""
+    from dpharness.verifiers.statistical.search import DEFAULT_SEARCH_SELECTION
 
     sel = DEFAULT_SEARCH_SELECTION if a.selection is None else float(a.selection)
     for i, budget in enumerate(a.samples):
@@ -335,11 +335,11 @@ def _check_search_budget(a: AuditSpec, n_pairs: int, err: Any) -> None:
 
 def check(aset: AuditSet) -> None:
     """Build every mechanism and check every pair; one :class:`ConfigError` listing every mistake."""
-    from ...verifiers import pairs_for
-    from ...verifiers.claims import check_pair
-    from ...verifiers.neighbours import merge_swaps
-    from ...adapters import MissingLibrary
-    from ..peers import INSTALL_HINT, PeerUnavailable
+    from dpharness.verifiers import pairs_for
+    from dpharness.verifiers.claims import check_pair
+    from dpharness.verifiers.neighbours import merge_swaps
+    from dpharness.adapters import MissingLibrary
+    from dpharness.bench.peers import INSTALL_HINT, PeerUnavailable
 
     errors: list[str] = []
     missing: list[tuple[AuditSpec, str]] = []
@@ -390,7 +390,7 @@ def check(aset: AuditSet) -> None:
         if a.pairs == "witness":
             continue
         if a.pairs == "suite":
-            from ...verifiers import Pair
+            from dpharness.verifiers import Pair
 
             suite_pairs = [Pair(d1, d2, lab) for d1, d2, lab in given_pairs(a, mech)]
             _check_search_budget(a, len(merge_swaps(suite_pairs)[0]), err)

@@ -34,10 +34,10 @@ def _not_an_audit(path: str, raw: dict) -> str:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     """Entry point of ``dpharness audit``."""
-    from ..commands.run import invoke_run
-    from ..config import ConfigError, load_config, read_yaml
+    from dpharness.bench.commands.run import invoke_run
+    from dpharness.bench.config import ConfigError, load_config, read_yaml
 
-    from ..verdicts import OutputPathError, check_distinct, check_output_file
+    from dpharness.bench.verdicts import OutputPathError, check_distinct, check_output_file
 
     path = str(args.config)
     jobs = getattr(args, "jobs", 1)
@@ -80,7 +80,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
           f"wall {res.wall_seconds:.1f} s, jobs={jobs})")
     code = 0 if (res.summary.ok and not res.errors) else 1
     try:
-        from .machine import write_audit_outputs
+        from dpharness.bench.audits.machine import write_audit_outputs
 
         for p in write_audit_outputs(res, code, path, outs["--json"], outs["--junit"]):
             print(f"wrote {p}")

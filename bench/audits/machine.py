@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..verdicts import JUnitCase, jsonable, run_manifest, verdict_block, write_json, write_junit
-from . import report as _report
+from dpharness.bench.verdicts import JUnitCase, jsonable, run_manifest, verdict_block, write_json, write_junit
+from dpharness.bench.audits import report as _report
 
 __all__ = ["SCHEMA", "audit_document", "audit_junit_cases", "write_audit_outputs"]
 

@@ -30,7 +30,7 @@ def size_label(n: float) -> str:
     return f"{n:g}"
 
 
-def _plt():  # noqa: ANN202 - matplotlib is imported only when drawing
+def _plt():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -56,7 +56,7 @@ def single_size_audits(table: pd.DataFrame) -> list[str]:
     return [a for a, g in t.groupby("audit", sort=False) if g["samples"].nunique() == 1]
 
 
-def _suptitle(fig, text: str, width_in: float) -> None:  # noqa: ANN001 - a matplotlib Figure
+def _suptitle(fig, text: str, width_in: float) -> None:
     """A figure title wrapped to the figure's width (about 11 characters per inch at size 10)."""
     import textwrap
 

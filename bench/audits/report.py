@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 from scipy import stats
 
-from ..tables import format_text_table, to_markdown
+from dpharness.bench.tables import format_text_table, to_markdown
 
-from .spec import AuditSet, TargetSpec
-from .task import ALLPAIRS_COLUMNS
+from dpharness.bench.audits.spec import AuditSet, TargetSpec
+from dpharness.bench.audits.task import ALLPAIRS_COLUMNS
 
 __all__ = ["summarize", "judge", "evaluate_targets", "exact_table", "compact", "console_text", "report_markdown",
            "calibration_limit", "SUMMARY_COLUMNS", "CHECK_FALSE_ALARM"]

@@ -22,7 +22,7 @@ One audit::
                  # or {registry: exponential, ...params} / {registry: NAME, example: true}
                  # or {registry: all} (one audit per registered mechanism, from example())
                  # or {peer: diffprivlib_median, ...params} (bench.peers)
-                 # or {suite: dpsniper/NoisyHist2} (a peer suite's mechanism, verifiers.suites)
+                 # or {suite: dpsniper/NoisyHist2} (a peer suite's mechanism, verifiers.controls.suites)
                  # or {callable: "mypkg.mech:noisy_count", epsilon: 1.0, ...claim} (your own
                  #   fn(data, size, rng), wrapped with verifiers.wrap) or {callable: "mypkg.mech:MECH"}
                  #   (your own mechanism object, or a zero-argument factory of one); see below
@@ -42,7 +42,7 @@ One audit::
       alpha: 0.05                      # optional override
       selection: 0.3                   # optional share of samples used to select the event
       sequential: false                # true: anytime-valid audit, stops at the first certified
-                                       #   violation (verifiers.sequential; samples = the budget)
+                                       #   violation (verifiers.statistical.sequential; samples = the budget)
       float_events: true               # optional: events on the bits of released doubles on/off
                                        #   (default: the mechanism's own float_events)
 
@@ -110,7 +110,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import ConfigError, Ctx
+from dpharness.bench.config import ConfigError, Ctx
 
 __all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT", "errors_at_once",
            "CALLABLE_KEYS", "CLAIM_KEYS", "LIBRARY_KEYS", "LIBRARIES", "import_paths"]
@@ -230,18 +230,18 @@ def _fmt_bytes(n: float) -> str:
 
 def _mechanism_names(kind: str) -> list[str]:
     if kind == "zoo":
-        from ...verifiers import zoo
+        from dpharness.verifiers.controls import zoo
 
         return zoo.available()
     if kind == "registry":
-        from ... import mechanisms
+        from dpharness import mechanisms
 
         return ["all", *mechanisms.available()]
     if kind == "suite":
-        from ...verifiers import suites
+        from dpharness.verifiers.controls import suites
 
         return [e.qualified for s in suites.suites() for e in suites.entries(s)]
-    from .. import peers
+    from dpharness.bench import peers
 
     return list(peers.AUDIT_PEERS)
 
@@ -251,16 +251,16 @@ def _mechanism_params(kind: str, name: str) -> list[str]:
     if kind == "zoo":
         from dataclasses import fields
 
-        from ...verifiers import zoo
+        from dpharness.verifiers.controls import zoo
 
         return [f.name for f in fields(zoo.get(name).cls)]
     if kind == "registry":
-        from ... import mechanisms
+        from dpharness import mechanisms
 
         return list(mechanisms.registry.parameters(name))
     if kind == "suite":
         return []  # a suite entry is the paper's instance: no parameters
-    from .. import peers
+    from dpharness.bench import peers
 
     return list(peers.parameters(name))
 
@@ -288,8 +288,8 @@ def import_paths(base_dir: Any) -> tuple[str, ...]:
 def _parse_callable(c: Ctx, raw: dict) -> dict:
     """``{callable: "pkg.mod:attr", ...claim}``: the import path's form and the claim keys' names,
     types and ranges; what the target is (function or mechanism) is checked by build.check."""
-    from ...mechanisms.base import NEIGHBOURS
-    from ...mechanisms.contracts import OUTPUT_KINDS
+    from dpharness.mechanisms.base import NEIGHBOURS
+    from dpharness.mechanisms.contracts import OUTPUT_KINDS
 
     target = raw["callable"]
     if not isinstance(target, str) or not _IMPORT_PATH.match(target.strip()):
@@ -522,7 +522,7 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
     if mech.get("registry") == "all":
         if pairs != "search":
             c.error("pairs", "registry: all needs pairs: search (pairs come from each mechanism's generator)")
-        from ... import mechanisms
+        from dpharness import mechanisms
 
         return [AuditSpec(id=f"{aid}.{name}", mechanism={"registry": name, "example": True}, **base)
                 for name in mechanisms.available()]

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .build import build_mechanism, given_pairs
-from .spec import AuditSpec
+from dpharness.bench.audits.build import build_mechanism, given_pairs
+from dpharness.bench.audits.spec import AuditSpec
 
 __all__ = ["run_audit_task", "exact_over_pairs", "ALLPAIRS_COLUMNS"]
 
@@ -33,8 +33,8 @@ ALLPAIRS_COLUMNS = ("allpairs_exact_pairs", "allpairs_exact_epsilon", "allpairs_
 def exact_over_pairs(mech: Any, generator: str) -> dict[str, Any]:
     """Exact loss of every pair of ``pairs_for(mech, generator)`` that has an exact law; the worst
     pair (largest delta for (epsilon, delta) claims, else largest epsilon) is kept."""
-    from ... import verifiers
-    from ...verifiers.verdict import format_data
+    from dpharness import verifiers
+    from dpharness.verifiers.verdict import format_data
 
     best = None
     n_ok = 0
@@ -58,7 +58,7 @@ def exact_over_pairs(mech: Any, generator: str) -> dict[str, Any]:
 
 def _published(name: str) -> dict[str, Any]:
     """The bound the suite's own tool published for this mechanism (the best of its variants)."""
-    from ...verifiers import suites
+    from dpharness.verifiers.controls import suites
 
     pub = suites.get(name).published
     if not pub:
@@ -73,7 +73,7 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
     Given pairs are audited each at ``alpha / #pairs`` (Bonferroni) and the highest certified
     bound is kept. Exceptions propagate: the runner records the task as an error (retried on resume).
     """
-    from ... import verifiers
+    from dpharness import verifiers
 
     mech, name, true_eps = build_mechanism(a.mechanism, a.import_paths)  # callable: imported here too
     seed = int(rng.integers(0, 2**62))
@@ -87,14 +87,14 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
         kw["float_events"] = a.float_events
     if a.pairs == "suite":
         # the suite's own input pairs, searched by successive halving with one certification
-        from ...verifiers import Pair
+        from dpharness.verifiers import Pair
 
         pairs = [Pair(d1, d2, lab) for d1, d2, lab in given_pairs(a, mech)]
-        v = verifiers.search(mech, generator=pairs, budget=samples, alpha=a.alpha, rng=seed, **kw)
+        v = verifiers.statistical.search(mech, generator=pairs, budget=samples, alpha=a.alpha, rng=seed, **kw)
         label = v.witness.pair_label if v.witness else ""
         row.update(_published(a.mechanism["suite"]))
     elif a.search:
-        v = verifiers.search(mech, generator=a.generator, budget=samples, alpha=a.alpha, rng=seed, **kw)
+        v = verifiers.statistical.search(mech, generator=a.generator, budget=samples, alpha=a.alpha, rng=seed, **kw)
         label = v.witness.pair_label if v.witness else ""
         if "suite" in a.mechanism:
             row.update(_published(a.mechanism["suite"]))

@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..config import ConfigError
-from ..plots import NothingToDraw, PlotInputError, check_run_folder, draw_figures, is_baseline
+from dpharness.bench.config import ConfigError
+from dpharness.bench.plots import NothingToDraw, PlotInputError, check_run_folder, draw_figures, is_baseline
 
 __all__ = ["cmd_plot"]
 

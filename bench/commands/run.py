@@ -8,10 +8,10 @@ import signal
 import sys
 from typing import Any
 
-from ..backends import _stop_worker_pool
-from ..config import ConfigError
-from ..run_result import _one_line
-from ..runner import RunError, run
+from dpharness.bench.backends import _stop_worker_pool
+from dpharness.bench.config import ConfigError
+from dpharness.bench.run_result import _one_line
+from dpharness.bench.runner import RunError, run
 
 __all__ = ["cmd_run", "invoke_run"]
 

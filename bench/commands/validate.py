@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..config import ConfigError, load_config, read_yaml
+from dpharness.bench.config import ConfigError, load_config, read_yaml
 
 __all__ = ["cmd_validate", "SCHEMA"]
 
@@ -30,7 +30,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     A file whose only problem is a missing optional extra (e.g. ``peers`` for peer audits) prints
     ``skip ...`` with the install hint and does not make the command fail.
     ``--json PATH`` also writes one entry per config (schema ``dpharness.validate/1``)."""
-    from ..verdicts import OutputPathError, check_output_file
+    from dpharness.bench.verdicts import OutputPathError, check_output_file
 
     json_path = None
     if getattr(args, "json", None) is not None:
@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         entries.append(entry)
     code = 2 if bad else 0
     if json_path is not None:
-        from ..verdicts import run_manifest, verdict_block, write_json
+        from dpharness.bench.verdicts import run_manifest, verdict_block, write_json
 
         msg = f"{bad} of {len(entries)} configs invalid" if bad else f"all {len(entries)} configs valid"
         if skipped:

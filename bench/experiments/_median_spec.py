@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ... import mechanisms
-from ..config import REQUIRED, Ctx, did_you_mean
-from ..data import DataSpec, parse_data
-from ..tasks import format_value
+from dpharness import mechanisms
+from dpharness.bench.config import REQUIRED, Ctx, did_you_mean
+from dpharness.bench.data import DataSpec, parse_data
+from dpharness.bench.tasks import format_value
 
 __all__ = ["MechSpec", "RefRow", "Reference", "Spec", "parse", "METRICS", "METRIC_TEXT"]
 

@@ -19,7 +19,7 @@ import pandas as pd
 if TYPE_CHECKING:  # imported where used: a config error must not wait for matplotlib/scipy.stats
     from matplotlib.figure import Figure
 
-from ..tables import to_markdown
+from dpharness.bench.tables import to_markdown
 
 __all__ = [
     "ok_rows",
@@ -54,7 +54,7 @@ def clopper_pearson(k: Any, n: Any, level: float = 0.95) -> tuple[np.ndarray, np
     """
     a = (1.0 - level) / 2.0
     # imported here: the verifier package (zoo, suites) costs ~0.4 s, which a config error must not wait for
-    from ...verifiers.bounds import cp_lower, cp_upper
+    from dpharness.verifiers.bounds import cp_lower, cp_upper
 
     return np.asarray(cp_lower(k, n, a), dtype=np.float64), np.asarray(cp_upper(k, n, a), dtype=np.float64)
 

@@ -28,16 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..audits import build as _build
-from ..audits import plots as _plots
-from ..audits import report as _report
-from ..audits import spec as _spec
-from ..audits.spec import AuditSet
-from ..audits.task import run_audit_task
-from ..config import Ctx
-from ..results import atomic_write_text
-from ..tables import to_markdown
-from ..tasks import Summary, Task, make_key
+from dpharness.bench.audits import build as _build
+from dpharness.bench.audits import plots as _plots
+from dpharness.bench.audits import report as _report
+from dpharness.bench.audits import spec as _spec
+from dpharness.bench.audits.spec import AuditSet
+from dpharness.bench.audits.task import run_audit_task
+from dpharness.bench.config import Ctx
+from dpharness.bench.results import atomic_write_text
+from dpharness.bench.tables import to_markdown
+from dpharness.bench.tasks import Summary, Task, make_key
 
 __all__ = ["parse", "check", "tasks", "run_task", "summarize", "plot", "outputs",
            "describe_results", "CELL_COLUMNS"]

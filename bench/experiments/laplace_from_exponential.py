@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import mechanisms
-from ..config import Ctx
-from ..tasks import Summary, Task, make_key
+from dpharness import mechanisms
+from dpharness.bench.config import Ctx
+from dpharness.bench.tasks import Summary, Task, make_key
 
-from ._textbook import clopper_pearson, md_table, new_figure, ok_rows, save
+from dpharness.bench.experiments._textbook import clopper_pearson, md_table, new_figure, ok_rows, save
 
 __all__ = ["LaplaceSpec", "parse", "tasks", "run_task", "summarize", "plot"]
 
@@ -188,7 +188,7 @@ def _loss_row(spec: LaplaceSpec, eps: float) -> dict:
     # third opinion: the verifier's exact mode (verifiers.exact, no grid: sup of the log ratio
     # at segment ends and critical points of the two canonical laws); imported here, so that a
     # config error does not wait for the verifier package
-    from ...verifiers.exact import exact as exact_loss
+    from dpharness.verifiers.losses.exact import exact as exact_loss
 
     row["loss_real_line_verifier"] = exact_loss(real, f, fp).epsilon
     for name, (a, b) in pairs.items():

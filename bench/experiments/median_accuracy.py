@@ -55,12 +55,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..tasks import Summary, Task, data_rng, format_value, make_key
+from dpharness.bench.tasks import Summary, Task, data_rng, format_value, make_key
 
 # The config (dataclasses, parser) and the report text live in private helpers; the config names
 # are re-exported here because this module is the kind's interface.
-from ._median_spec import METRIC_TEXT, METRICS, MechSpec, RefRow, Reference, Spec, parse
-from ._median_report import compare_with_reference, hidden_columns, report_text
+from dpharness.bench.experiments._median_spec import METRIC_TEXT, METRICS, MechSpec, RefRow, Reference, Spec, parse
+from dpharness.bench.experiments._median_report import compare_with_reference, hidden_columns, report_text
 
 __all__ = ["MechSpec", "RefRow", "Reference", "Spec", "parse", "tasks", "run_task", "summarize", "plot", "describe_results"]
 
@@ -201,7 +201,7 @@ def _n_is_axis(spec: Spec) -> bool:
 def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
     """error vs epsilon (log y, ±SE bars, paper values as hollow diamonds just right of ours), one
     figure per facet combination; plus error vs n when n varies and error vs q when q varies."""
-    from .. import plots
+    from dpharness.bench import plots
 
     sfx = spec.suffix
     facets = [f for f in ("data", "n", "q") if f in table.columns and (f != "n" or _n_is_axis(spec))]

@@ -50,11 +50,11 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ... import mechanisms
-from ..config import Ctx
-from ..tasks import Summary, Task, make_key
+from dpharness import mechanisms
+from dpharness.bench.config import Ctx
+from dpharness.bench.tasks import Summary, Task, make_key
 
-from ._textbook import md_table, new_figure, ok_rows, save
+from dpharness.bench.experiments._textbook import md_table, new_figure, ok_rows, save
 
 __all__ = ["PfEmSpec", "Reference", "parse", "tasks", "run_task", "summarize", "plot", "score_vector",
            "expected_errors", "CONFIGURATIONS"]

@@ -48,12 +48,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import mechanisms
-from ..config import Ctx
-from ..data import statsmodels_column
-from ..tasks import Summary, Task, make_key
+from dpharness import mechanisms
+from dpharness.bench.config import Ctx
+from dpharness.bench.data import statsmodels_column
+from dpharness.bench.tasks import Summary, Task, make_key
 
-from ._textbook import clopper_pearson, hoeffding_radius, md_table, mean_interval, new_figure, ok_rows, save
+from dpharness.bench.experiments._textbook import clopper_pearson, hoeffding_radius, md_table, mean_interval, new_figure, ok_rows, save
 
 __all__ = ["ModeSpec", "parse", "tasks", "run_task", "summarize", "plot", "describe_results", "KNOWN_COLUMNS"]
 

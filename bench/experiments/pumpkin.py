@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import mechanisms
-from ..config import Ctx
-from ..tasks import Summary, Task, make_key
+from dpharness import mechanisms
+from dpharness.bench.config import Ctx
+from dpharness.bench.tasks import Summary, Task, make_key
 
-from ._textbook import (
+from dpharness.bench.experiments._textbook import (
     clopper_pearson,
     density_curve,
     hoeffding_radius,

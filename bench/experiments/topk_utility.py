@@ -53,13 +53,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import mechanisms
-from ...mechanisms.selection_laws import em_log_prob, laplace_rnm_log_prob, pf_log_prob
-from ..config import Ctx
-from ..data import statsmodels_column
-from ..tasks import Summary, Task, make_key
+from dpharness import mechanisms
+from dpharness.mechanisms.selection_laws import em_log_prob, laplace_rnm_log_prob, pf_log_prob
+from dpharness.bench.config import Ctx
+from dpharness.bench.data import statsmodels_column
+from dpharness.bench.tasks import Summary, Task, make_key
 
-from ._textbook import hoeffding_radius, md_table, ok_rows, save
+from dpharness.bench.experiments._textbook import hoeffding_radius, md_table, ok_rows, save
 
 __all__ = ["TopKSpec", "Dataset", "parse", "tasks", "run_task", "summarize", "plot", "exact_k1", "metrics",
            "METHODS", "SOURCES"]
@@ -225,7 +225,7 @@ def parse(raw: dict, ctx: Ctx) -> TopKSpec:
         ctx.report("table_epsilon", f"must be one of the epsilons {list(spec.epsilons)}, got {spec.table_epsilon:g}")
     if not ctx.failed("draws", "ks"):
         # one cell draws `draws` selections of k indices at once: refuse what no sampler call can hold
-        from ...mechanisms.base import MAX_DRAWS
+        from dpharness.mechanisms.base import MAX_DRAWS
 
         k_max = max(spec.ks)
         if spec.draws * k_max > MAX_DRAWS:

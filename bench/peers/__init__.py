@@ -22,7 +22,7 @@ import warnings
 from importlib import metadata
 from typing import Any, Callable, Iterable
 
-from ._common import INSTALL_HINT, PEER_PACKAGES, PeerImpl, PeerSampler, PeerUnavailable, Skipped
+from dpharness.bench.peers._common import INSTALL_HINT, PEER_PACKAGES, PeerImpl, PeerSampler, PeerUnavailable, Skipped
 
 __all__ = [
     "INSTALL_HINT",
@@ -97,7 +97,7 @@ def _collect(builders: Iterable[tuple[str, Callable[[], PeerSampler]]]) -> tuple
             s = build_one()
         except PeerUnavailable as exc:
             skipped.append(Skipped(name, str(exc)))
-        except Exception as exc:  # noqa: BLE001 - a peer that cannot be built is skipped, not fatal
+        except Exception as exc:
             skipped.append(Skipped(name, f"could not build the measurement: {type(exc).__name__}: {exc}"))
         else:
             peers.append(PeerImpl(s.name, s.library, s.sample, s.note))
@@ -123,7 +123,7 @@ def median_peers(
     (peers, skipped)
         ``diffprivlib.tools.median``, ``opendp.make_private_quantile``, ``pydp.laplacian.Median``.
     """
-    from . import diffprivlib_, opendp_, pydp
+    from dpharness.bench.peers import diffprivlib_, opendp_, pydp
 
     return _collect([
         ("diffprivlib.tools.median", lambda: diffprivlib_.median(lower, upper, epsilon)),
@@ -140,7 +140,7 @@ def finite_peers(epsilon: float, sensitivity: float) -> tuple[list[PeerImpl], li
     Names: ``diffprivlib.Exponential``, ``diffprivlib.PermuteAndFlip`` and
     ``opendp.make_noisy_max`` (permute-and-flip with exponential noise, pure DP).
     """
-    from . import diffprivlib_, opendp_
+    from dpharness.bench.peers import diffprivlib_, opendp_
 
     return _collect([
         ("diffprivlib.Exponential", lambda: diffprivlib_.exponential(epsilon, sensitivity)),
@@ -167,7 +167,7 @@ def missing_summary(skipped: Iterable[Skipped]) -> str | None:
 
 def parameters(name: str) -> dict[str, Any]:
     """Parameters (with defaults) of auditable peer ``name`` (no library is imported)."""
-    from .wrapped import parameters as _parameters
+    from dpharness.bench.peers.wrapped import parameters as _parameters
 
     if name not in AUDIT_PEERS:
         raise ValueError(f"unknown peer mechanism {name!r}; accepted: {', '.join(AUDIT_PEERS)}")
@@ -177,6 +177,6 @@ def parameters(name: str) -> dict[str, Any]:
 def build(name: str, **params: Any) -> Any:
     """Auditable peer ``name`` (a :class:`verifiers.WrappedMechanism` with the documented claim);
     ``ValueError`` for unknown names/parameters, :class:`PeerUnavailable` without the library."""
-    from .wrapped import build as _build
+    from dpharness.bench.peers.wrapped import build as _build
 
     return _build(name, **params)

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from . import require, version
-from ._common import PeerSampler, quiet
+from dpharness.bench.peers import require, version
+from dpharness.bench.peers._common import PeerSampler, quiet
 
 __all__ = ["DIST", "quantile_grid", "quantile", "noisy_max"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from . import require, version
-from ._common import PeerSampler, quiet
+from dpharness.bench.peers import require, version
+from dpharness.bench.peers._common import PeerSampler, quiet
 
 __all__ = ["DIST", "median"]
 

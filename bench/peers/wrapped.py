@@ -11,9 +11,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from ...verifiers import WrappedMechanism, wrap
+from dpharness.verifiers import WrappedMechanism, wrap
 
-from . import diffprivlib_, opendp_, pydp
+from dpharness.bench.peers import diffprivlib_, opendp_, pydp
 
 __all__ = ["PEERS", "build", "parameters"]
 

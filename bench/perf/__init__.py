@@ -27,11 +27,11 @@ as ``skipped: <reason>`` and the rest still runs.
 
 from __future__ import annotations
 
-from .cli import cmd_bench, main
-from .environment import environment
-from .figure import plot_scaling
-from .plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
-from .report import (
+from dpharness.bench.perf.cli import cmd_bench, main
+from dpharness.bench.perf.environment import environment
+from dpharness.bench.perf.figure import plot_scaling
+from dpharness.bench.perf.plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
+from dpharness.bench.perf.report import (
     GOAL_N,
     GOAL_RATIO,
     format_goal,
@@ -39,8 +39,8 @@ from .report import (
     format_table,
     median_goal,
 )
-from .rows import ROW_FIELDS, SCHEMA
-from .run import output_paths, run_bench
+from dpharness.bench.perf.rows import ROW_FIELDS, SCHEMA
+from dpharness.bench.perf.run import output_paths, run_bench
 
 __all__ = [
     "GOAL_N",

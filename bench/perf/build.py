@@ -14,7 +14,7 @@ __all__ = ["make_mechanism"]
 def make_mechanism(name: str, **params: Any) -> tuple[Any, str | None]:
     """``mechanisms.make(name, **params)`` or ``(None, reason)`` when it is not available yet."""
     try:
-        from ... import mechanisms
+        from dpharness import mechanisms
     except Exception as exc:
         return None, f"mechanisms package fails to import: {type(exc).__name__}: {exc}"
     if name not in mechanisms.available():

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from .gate import format_gate, load_baseline, parse_levels
-from .plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
-from .report import format_summary
-from .run import output_paths, run_bench_to
+from dpharness.bench.perf.gate import format_gate, load_baseline, parse_levels
+from dpharness.bench.perf.plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
+from dpharness.bench.perf.report import format_summary
+from dpharness.bench.perf.run import output_paths, run_bench_to
 
 __all__ = ["cmd_bench", "main", "parse_count", "parse_sections", "plan_from_args"]
 
@@ -59,7 +59,7 @@ def parse_sections(values: Sequence[str]) -> tuple[str, ...]:
         raise BenchInputError(f"--only needs at least one section: {', '.join(SECTIONS)}")
     for name in names:
         if name not in SECTIONS:
-            from ..config import did_you_mean
+            from dpharness.bench.config import did_you_mean
 
             raise BenchInputError(f"--only: unknown section {name!r}{did_you_mean(name, SECTIONS)}; "
                                   f"valid sections: {', '.join(SECTIONS)}")
@@ -126,6 +126,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dpharness.bench.perf [options]``: the same options and exit codes as
     ``dpharness bench`` (one parser, in :mod:`dpharness.bench.cli`)."""
-    from ..cli import main as dpharness_main
+    from dpharness.bench.cli import main as dpharness_main
 
     return dpharness_main(["bench", *(sys.argv[1:] if argv is None else argv)])

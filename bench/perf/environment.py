@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import peers as _peers
-from .plan import ROOT
+from dpharness.bench import peers as _peers
+from dpharness.bench.perf.plan import ROOT
 
 __all__ = ["environment", "load_average"]
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import peers as _peers
-from .build import make_mechanism
-from .plan import Plan
-from .rows import Report, floor_row, rows_for
-from .timing import Impl, grant_repeats, probe, run_reps
+from dpharness.bench import peers as _peers
+from dpharness.bench.perf.build import make_mechanism
+from dpharness.bench.perf.plan import Plan
+from dpharness.bench.perf.rows import Report, floor_row, rows_for
+from dpharness.bench.perf.timing import Impl, grant_repeats, probe, run_reps
 
 __all__ = ["bench_finite", "finite_floors", "finite_specs"]
 
@@ -54,8 +54,8 @@ def finite_specs(eps: float) -> list[tuple[str, str, dict[str, Any]]]:
     ]
     noises: tuple[str, ...] = ("laplace", "gumbel", "exponential")
     try:
-        from ... import mechanisms
-        from ...mechanisms.registry import parameters
+        from dpharness import mechanisms
+        from dpharness.mechanisms.registry import parameters
 
         if "report_noisy_max" in mechanisms.available():
             cls = mechanisms.registry.get("report_noisy_max")

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ..regress.stats import check_levels, holm, welch_greater
-from .plan import BenchInputError, Plan
-from .report import fmt_ratio
-from .rows import LEGACY_SCHEMA, SCHEMA
+from dpharness.bench.regress.stats import check_levels, holm, welch_greater
+from dpharness.bench.perf.plan import BenchInputError, Plan
+from dpharness.bench.perf.report import fmt_ratio
+from dpharness.bench.perf.rows import LEGACY_SCHEMA, SCHEMA
 
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_TOLERANCE", "benchmark_samples", "compare", "format_gate", "load_baseline",
            "parse_levels"]
@@ -76,7 +76,7 @@ def benchmark_samples(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _n_label(r: dict[str, Any]) -> str:
-    from .rows import N_LABEL
+    from dpharness.bench.perf.rows import N_LABEL
 
     return f"{N_LABEL.get(r['section'], 'n')}={r['n']:g}"
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import peers as _peers
-from .build import make_mechanism
-from .plan import Plan
-from .rows import Report, floor_row, rows_for
-from .timing import Impl, grant_repeats, run_reps, stats, timed
+from dpharness.bench import peers as _peers
+from dpharness.bench.perf.build import make_mechanism
+from dpharness.bench.perf.plan import Plan
+from dpharness.bench.perf.rows import Report, floor_row, rows_for
+from dpharness.bench.perf.timing import Impl, grant_repeats, run_reps, stats, timed
 
 __all__ = ["bench_medians", "median_data"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..peers import INSTALL_HINT
-from .plan import SECTIONS
-from .rows import N_LABEL
+from dpharness.bench.peers import INSTALL_HINT
+from dpharness.bench.perf.plan import SECTIONS
+from dpharness.bench.perf.rows import N_LABEL
 
 __all__ = [
     "GOAL_N",

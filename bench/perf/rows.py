@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .timing import Impl, pair_ratios, stats
+from dpharness.bench.perf.timing import Impl, pair_ratios, stats
 
 __all__ = ["LEGACY_SCHEMA", "N_LABEL", "ROW_FIELDS", "SCHEMA", "Report", "floor_row", "rows_for"]
 

@@ -20,20 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from .. import progress as _progress
-from .environment import environment, load_average
-from .figure import plot_scaling
-from .finite import bench_finite
-from .medians import bench_medians
-from .plan import BenchInputError, Plan
-from .report import PEER_HINT_NOTE, median_goal
-from .. import schemas
-from ..results import atomic_write_text
-from ..verdicts import jsonable, run_manifest, verdict_block
-from .gate import DEFAULT_ALPHA, DEFAULT_TOLERANCE, compare
-from .rows import ROW_FIELDS, SCHEMA, Report
-from .table1 import bench_table1
-from .verifier import bench_verifier
+from dpharness.bench import progress as _progress
+from dpharness.bench.perf.environment import environment, load_average
+from dpharness.bench.perf.figure import plot_scaling
+from dpharness.bench.perf.finite import bench_finite
+from dpharness.bench.perf.medians import bench_medians
+from dpharness.bench.perf.plan import BenchInputError, Plan
+from dpharness.bench.perf.report import PEER_HINT_NOTE, median_goal
+from dpharness.bench import schemas
+from dpharness.bench.results import atomic_write_text
+from dpharness.bench.verdicts import jsonable, run_manifest, verdict_block
+from dpharness.bench.perf.gate import DEFAULT_ALPHA, DEFAULT_TOLERANCE, compare
+from dpharness.bench.perf.rows import ROW_FIELDS, SCHEMA, Report
+from dpharness.bench.perf.table1 import bench_table1
+from dpharness.bench.perf.verifier import bench_verifier
 
 __all__ = ["default_json", "figure_path", "output_paths", "planned_steps", "run_bench", "run_bench_to"]
 

@@ -15,9 +15,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .plan import ROOT, Plan
-from .rows import Report, floor_row, rows_for
-from .timing import Impl, timed
+from dpharness.bench.perf.plan import ROOT, Plan
+from dpharness.bench.perf.rows import Report, floor_row, rows_for
+from dpharness.bench.perf.timing import Impl, timed
 
 __all__ = ["bench_table1"]
 
@@ -53,7 +53,7 @@ def bench_table1(plan: Plan, report: Report) -> None:
     try:
         import yaml
 
-        from .. import runner
+        from dpharness.bench import runner
         run = runner.run
         raw = yaml.safe_load(cfg.read_text())
     except Exception as exc:

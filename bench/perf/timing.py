@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .plan import Plan
+from dpharness.bench.perf.plan import Plan
 
 __all__ = ["Impl", "grant_repeats", "pair_ratios", "probe", "run_reps", "stats", "timed"]
 

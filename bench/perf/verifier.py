@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .plan import Plan
-from .rows import Report, floor_row, rows_for
-from .timing import Impl, grant_repeats, run_reps, timed
+from dpharness.bench.perf.plan import Plan
+from dpharness.bench.perf.rows import Report, floor_row, rows_for
+from dpharness.bench.perf.timing import Impl, grant_repeats, run_reps, timed
 
 __all__ = ["bench_verifier", "neighbour"]
 
@@ -40,14 +40,14 @@ def neighbour(mech: Any, data: Any) -> np.ndarray:
 def bench_verifier(plan: Plan, report: Report) -> None:
     """Samples per second through verifiers.audit, and its overhead over raw sampling."""
     try:
-        from ... import verifiers
+        from dpharness import verifiers
         audit = verifiers.audit
     except Exception as exc:
         for name in plan.verifier_mechanisms:
             report.skip("verifier", f"audit[{name}]", f"verifiers.audit is not available ({exc})")
         return
     try:
-        from ... import mechanisms
+        from dpharness import mechanisms
     except Exception as exc:
         report.skip("verifier", "audit", f"mechanisms fails to import: {exc}")
         return

@@ -78,10 +78,10 @@ error flagged with 80 % power when it happens in one cell only (Holm's hardest c
 
 from __future__ import annotations
 
-from .baseline import is_baseline_location, update_baseline
-from .cli import cmd_regress
-from .compare import compare_cells, regress
-from .load import (
+from dpharness.bench.regress.baseline import is_baseline_location, update_baseline
+from dpharness.bench.regress.cli import cmd_regress
+from dpharness.bench.regress.compare import compare_cells, regress
+from dpharness.bench.regress.load import (
     BASELINE_FILES,
     REQUIRED_FILES,
     RegressionInputError,
@@ -94,7 +94,7 @@ from .load import (
     load_run,
     matching_hash,
 )
-from .power import (
+from dpharness.bench.regress.power import (
     detectable_degradation,
     detectable_degradation_se,
     paired_detectable_degradation,
@@ -102,8 +102,8 @@ from .power import (
     simulate_detection,
     welch_power,
 )
-from .report import REPORT_FILES, RegressionReport
-from .stats import check_levels, holm, paired_greater, welch_greater, z_greater
+from dpharness.bench.regress.report import REPORT_FILES, RegressionReport
+from dpharness.bench.regress.stats import check_levels, holm, paired_greater, welch_greater, z_greater
 
 __all__ = [
     "RegressionInputError",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .load import BASELINE_FILES, RegressionInputError, load_run
+from dpharness.bench.regress.load import BASELINE_FILES, RegressionInputError, load_run
 
 __all__ = ["update_baseline", "is_baseline_location"]
 

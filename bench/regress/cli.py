@@ -21,15 +21,15 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..tables import format_text_table
-from .baseline import is_baseline_location, update_baseline
-from .compare import regress
-from ..verdicts import OutputPathError, check_distinct, check_output_file
-from .load import RegressionInputError
-from .machine import write_regress_outputs
-from .power import power_table
-from .report import REPORT_FILES
-from .stats import check_levels
+from dpharness.bench.tables import format_text_table
+from dpharness.bench.regress.baseline import is_baseline_location, update_baseline
+from dpharness.bench.regress.compare import regress
+from dpharness.bench.verdicts import OutputPathError, check_distinct, check_output_file
+from dpharness.bench.regress.load import RegressionInputError
+from dpharness.bench.regress.machine import write_regress_outputs
+from dpharness.bench.regress.power import power_table
+from dpharness.bench.regress.report import REPORT_FILES
+from dpharness.bench.regress.stats import check_levels
 
 __all__ = ["cmd_regress", "main", "build_power_parser"]
 

@@ -18,10 +18,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .load import RegressionInputError, by_cell, can_pair, check_comparable, load_run
-from .power import detectable_degradation, detectable_degradation_se
-from .report import RegressionReport
-from .stats import check_levels, holm, paired_greater, welch_greater, z_greater
+from dpharness.bench.regress.load import RegressionInputError, by_cell, can_pair, check_comparable, load_run
+from dpharness.bench.regress.power import detectable_degradation, detectable_degradation_se
+from dpharness.bench.regress.report import RegressionReport
+from dpharness.bench.regress.stats import check_levels, holm, paired_greater, welch_greater, z_greater
 
 __all__ = ["compare_cells", "regress"]
 

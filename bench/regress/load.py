@@ -101,7 +101,7 @@ def matching_hash(config: dict) -> str:
     """Hash used to decide whether two runs come from the same config: :func:`bench.config.config_hash`
     of the resolved config without ``seed`` and ``description``, so that re-runs with a different
     root seed are comparable while any other change (grid, sizes, mechanisms, parameters) is not."""
-    from ..config import config_hash
+    from dpharness.bench.config import config_hash
 
     return config_hash({k: v for k, v in config.items() if k not in IGNORED_CONFIG_KEYS})
 
@@ -110,7 +110,7 @@ def _describe_from_kind(config: dict, need_spec: bool) -> dict:
     """``cell_columns``/``metric``/... from the experiment kind, for manifests that lack them:
     module attributes (``CELL_COLUMNS, METRIC, SE_COLUMN, LOWER_IS_BETTER``), and, when
     ``need_spec``, ``describe_results(spec)`` of the config re-parsed."""
-    from .. import experiments
+    from dpharness.bench import experiments
 
     try:
         mod = experiments.get(str(config.get("experiment", "median_accuracy")))
@@ -124,7 +124,7 @@ def _describe_from_kind(config: dict, need_spec: bool) -> dict:
         out["lower_is_better"] = mod.LOWER_IS_BETTER
     if need_spec and callable(getattr(mod, "describe_results", None)):
         try:
-            from ..config import load_config
+            from dpharness.bench.config import load_config
 
             out.update(mod.describe_results(load_config(dict(config)).spec))
         except Exception:  # same: a fallback for old manifests, never the reason to refuse
@@ -331,7 +331,7 @@ def load_run(path: str | Path, role: str = "run") -> Run:
 
 def config_differences(a: dict, b: dict) -> list[str]:
     """Top-level keys (seed and description aside) whose values differ, with both values shown."""
-    from ..config import config_hash
+    from dpharness.bench.config import config_hash
 
     out = []
     for k in sorted(set(a) | set(b)):
@@ -374,7 +374,7 @@ def check_comparable(new: Run, base: Run) -> None:
 
 def format_row(values: Sequence[Any]) -> list[str]:
     """Canonical text of cell values (:func:`bench.tasks.format_value`; NaN as empty)."""
-    from ..tasks import format_value
+    from dpharness.bench.tasks import format_value
 
     return [format_value(v) if not (isinstance(v, float) and math.isnan(v)) else "" for v in values]
 

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from .load import RegressionInputError, by_cell, can_pair, check_comparable, load_run
-from .stats import check_levels, paired_greater, welch_greater
+from dpharness.bench.regress.load import RegressionInputError, by_cell, can_pair, check_comparable, load_run
+from dpharness.bench.regress.stats import check_levels, paired_greater, welch_greater
 
 __all__ = [
     "welch_power",

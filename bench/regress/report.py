@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import atomic_write_text
-from ..tables import format_text_table, to_markdown
-from .load import cell_label, format_row
+from dpharness.bench.results import atomic_write_text
+from dpharness.bench.tables import format_text_table, to_markdown
+from dpharness.bench.regress.load import cell_label, format_row
 
 __all__ = ["RegressionReport", "REPORT_FILES"]
 

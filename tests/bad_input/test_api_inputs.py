@@ -14,7 +14,7 @@ import pytest
 from dpharness import mechanisms, verifiers
 from dpharness.mechanisms.finite import ExponentialMechanism
 from dpharness.mechanisms.smooth_sensitivity import median_smooth_sensitivity
-from dpharness.verifiers import zoo
+from dpharness.verifiers.controls import zoo
 from dpharness.verifiers.events import Event
 
 SCORES = np.array([0.0, 1.0, 2.0])
@@ -168,9 +168,9 @@ VERIFIER_CASES = [
      ValueError, "kind"),
     ("wrap-neighbours-unknown", lambda: verifiers.wrap(lambda d, n, r: np.zeros(n), epsilon=1.0,
                                                         neighbours="friends"), ValueError, "neighbours"),
-    ("search-mechanism-none", lambda: verifiers.search(None, budget=1000), TypeError, "mechanism"),
-    ("search-budget-small", lambda: verifiers.search(lap_value(), budget=3), ValueError, "budget"),
-    ("search-generator-unknown", lambda: verifiers.search(lap_value(), budget=1000, generator="bogus"), ValueError,
+    ("search-mechanism-none", lambda: verifiers.statistical.search(None, budget=1000), TypeError, "mechanism"),
+    ("search-budget-small", lambda: verifiers.statistical.search(lap_value(), budget=3), ValueError, "budget"),
+    ("search-generator-unknown", lambda: verifiers.statistical.search(lap_value(), budget=1000, generator="bogus"), ValueError,
      "generator"),
     ("exact-mechanism-string", lambda: verifiers.exact("exponential", SCORES, SCORES + 1), TypeError, "mechanism"),
     ("exact-no-law", lambda: verifiers.exact(lap_value(), 0.0, 1.0), ValueError, "exact law"),

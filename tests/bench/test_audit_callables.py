@@ -176,7 +176,8 @@ def _unique() -> str:
 
 @pytest.mark.statistical
 def test_broken_control_is_detectable():
-    from dpharness.verifiers import power, zoo
+    from dpharness.verifiers import power
+    from dpharness.verifiers.controls import zoo
 
     m = zoo.make("laplace_inverted_scale", epsilon=0.5)  # the broken count's law on the pair (module doc)
     assert power.audit_power(m, m.witness(), samples=BROKEN_SAMPLES, alpha=BROKEN_ALPHA) >= 1 - 1e-6
@@ -371,7 +372,7 @@ def test_float_events_key_reaches_the_verifier(tmp_path, monkeypatch, clean_impo
     proj = _project(tmp_path / "proj", pkg, configs={"a.yaml": cfg})
     monkeypatch.chdir(proj)
     seen: list = []
-    real_audit, real_search = verifiers.audit, verifiers.search
+    real_audit, real_search = verifiers.audit, verifiers.statistical.search
 
     def spy(real):
         def call(*args, **kw):

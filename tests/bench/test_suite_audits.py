@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from dpharness.bench.cli import main
-from dpharness.verifiers import are_neighbours, suites
+from dpharness.verifiers import are_neighbours
+from dpharness.verifiers.controls import suites
 
 
 def _config(path):

@@ -9,7 +9,7 @@ from dpharness import mechanisms, verifiers
 from dpharness.mechanisms import PrivacyClaim
 from dpharness.mechanisms.contracts import (Auditable, FiniteLaw, HasDistribution, HasExample, KnownLoss, LAW_KINDS,
                                             OutputLaw, Rebuildable, check_auditable, is_finite, output_kind)
-from dpharness.verifiers import zoo
+from dpharness.verifiers.controls import zoo
 
 NAMES = mechanisms.available()
 FINITE_NAMES = [n for n in NAMES if mechanisms.registry.get(n).kind == "finite"]

@@ -9,8 +9,8 @@ import pytest
 
 from dpharness import mechanisms
 from dpharness.mechanisms import registry
-from dpharness.verifiers import zoo
-from dpharness.verifiers.zoo_base import ZOO, zoo_register
+from dpharness.verifiers.controls import zoo
+from dpharness.verifiers.controls.zoo.base import ZOO, zoo_register
 
 REAL = ("continuous_exponential", "csmooth_quantiles", "discrete_laplace", "duff_median", "duff_quantile", "exponential",
         "gumbel_top_k", "independent_quantiles", "joint_quantiles", "laplace_median_global", "laplace_top_k",

@@ -1,4 +1,4 @@
-"""Exact mode for the sorted-vector laws of JointExp / IndExp (verifiers.exact_vector) against brute
+"""Exact mode for the sorted-vector laws of JointExp / IndExp (verifiers.losses.vector) against brute
 force over every region of the common refinement, evaluated with the mechanisms' own densities."""
 
 import itertools
@@ -10,9 +10,9 @@ from scipy import special
 
 from dpharness import mechanisms, verifiers
 from dpharness.mechanisms.quantiles import IndependentQuantiles, JointQuantiles
-from dpharness.verifiers import exact_vector as xv
-from dpharness.verifiers import zoo
-from dpharness.verifiers.exact import canonical, loss_between
+from dpharness.verifiers.losses import vector as xv
+from dpharness.verifiers.controls import zoo
+from dpharness.verifiers.losses.exact import canonical, loss_between
 
 PAIRS = [
     ([0.5, 4.5, 7.5, 8.5], [9.75, 4.5, 7.5, 8.5]),           # replace one

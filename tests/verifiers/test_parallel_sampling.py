@@ -1,4 +1,4 @@
-"""Draws of one audit on several workers (verifiers.parallel): the verdict is bit-identical for every
+"""Draws of one audit on several workers (verifiers.statistical.parallel): the verdict is bit-identical for every
 number of workers and backend, chunks depend on the batch size alone, and jobs=None keeps the draws
 of one stream per role."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dpharness import verifiers
-from dpharness.verifiers import parallel
+from dpharness.verifiers.statistical import parallel
 
 
 def _laplace(d, n, rng):
@@ -37,8 +37,8 @@ def test_audit_and_search_are_identical_for_any_number_of_workers(how):
     one = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, jobs=1)
     other = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, **how)
     assert one.violated and _key(one) == _key(other)
-    s1 = verifiers.search(m, budget=60_000, alpha=1e-3, rng=4, jobs=1)
-    s2 = verifiers.search(m, budget=60_000, alpha=1e-3, rng=4, **how)
+    s1 = verifiers.statistical.search(m, budget=60_000, alpha=1e-3, rng=4, jobs=1)
+    s2 = verifiers.statistical.search(m, budget=60_000, alpha=1e-3, rng=4, **how)
     assert _key(s1) == _key(s2)
     q1 = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, jobs=1, sequential=True)
     q2 = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, sequential=True, **how)
@@ -49,7 +49,7 @@ def test_jobs_none_keeps_one_stream_per_role():
     # the default is exactly the draws of earlier versions: a Generator per role, no chunks
     m = verifiers.wrap(_laplace, epsilon=1.0, neighbours="value")
     v = verifiers.audit(m, 0.0, 1.0, samples=5000, rng=9)
-    from dpharness.verifiers.statistical import SELECT, draw, stream
+    from dpharness.verifiers.statistical.batch import SELECT, draw, stream
 
     y1 = draw(m, 0.0, v.witness.selection_samples, stream(9, 0, SELECT, 0))
     y2 = draw(m, 1.0, v.witness.selection_samples, stream(9, 0, SELECT, 1))
@@ -67,7 +67,7 @@ def test_a_correct_claim_stays_unflagged_and_bad_arguments_are_named():
     with pytest.raises(ValueError, match="needs backend='dask'"):
         verifiers.audit(m, 0.0, 1.0, samples=100, jobs=2, scheduler="tcp://localhost:1")
     with pytest.raises(ValueError, match="need jobs="):
-        verifiers.search(m, budget=100, backend="threading")
+        verifiers.statistical.search(m, budget=100, backend="threading")
 
 
 def test_a_local_dask_cluster_gives_the_same_verdict():

@@ -1,4 +1,4 @@
-"""Anytime-valid audits (verifiers.sequential): the e-process against its definition, coverage of the
+"""Anytime-valid audits (verifiers.statistical.sequential): the e-process against its definition, coverage of the
 confidence sequence, stopping times, soundness under optional stopping, bad input, audit configs."""
 
 import math
@@ -10,8 +10,8 @@ from scipy import stats
 from scipy.special import expit
 
 from dpharness import verifiers
-from dpharness.verifiers import sequential as sq
-from dpharness.verifiers import zoo
+from dpharness.verifiers.statistical import sequential as sq
+from dpharness.verifiers.controls import zoo
 
 
 def _weights(centre=1.8, m=30.0, eps=1.0):
@@ -295,7 +295,7 @@ def test_correct_mechanism_reaches_a_large_budget_in_few_looks():
 
 def test_search_and_replay_dispatch():
     m = zoo.make("laplace_inverted_scale", epsilon=0.5)
-    v = verifiers.search(m, budget=4000, rng=1, sequential=True)
+    v = verifiers.statistical.search(m, budget=4000, rng=1, sequential=True)
     assert v.extra["sequential"] and v.calls <= 4000 and v.pairs_tried > 1
     w = m.witness()
     r = verifiers.audit(m, w.d1, w.d2, samples=400, rng=2, event=w.event, direction=w.direction, sequential=True)
@@ -313,7 +313,7 @@ def test_bad_sequential_is_refused_by_name(bad):
     with pytest.raises(TypeError, match="sequential"):
         verifiers.audit(m, w.d1, w.d2, samples=100, rng=1, sequential=bad)
     with pytest.raises(TypeError, match="sequential"):
-        verifiers.search(m, budget=1000, rng=1, sequential=bad)
+        verifiers.statistical.search(m, budget=1000, rng=1, sequential=bad)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,8 +370,8 @@ def test_large_certification_batches_are_drawn_in_blocks(monkeypatch):
     # a sampler that refuses huge batches (the registry's samplers refuse more than 2**28 draws per
     # call) must not stop a sequential audit: batches above BATCH_SPLIT are drawn and counted in
     # blocks of bounded memory. Scaled down here: the sampler refuses more than 20,000 draws.
-    from dpharness.verifiers import sequential as seq
-    from dpharness.verifiers import draws
+    from dpharness.verifiers.statistical import sequential as seq
+    from dpharness.verifiers.statistical import draws
 
     calls = []
 

@@ -16,7 +16,11 @@ from scipy import stats
 
 from dpharness import verifiers
 from dpharness.mechanisms.base import PrivacyClaim
-from dpharness.verifiers import draws, events, power, projection, statistical, zoo, zoo_vectors
+from dpharness.verifiers import events, power, projection
+from dpharness.verifiers.statistical import draws
+from dpharness.verifiers.statistical import batch as statistical
+from dpharness.verifiers.controls import zoo
+from dpharness.verifiers.controls.zoo import vectors as zoo_vectors
 from dpharness.verifiers.events import Event
 
 STRUCTURED = zoo.available(structured=True)
@@ -105,7 +109,7 @@ def test_search_merges_swapped_pairs():
     assert [p.label for p in kept] == ["a", "b"] and merged == 2
     m = zoo.make("noisy_histogram_half_noise")
     w = m.witness()
-    v = verifiers.search(m, generator=[(w.d1, w.d2), (w.d2, w.d1)], budget=20000, rng=1)
+    v = verifiers.statistical.search(m, generator=[(w.d1, w.d2), (w.d2, w.d1)], budget=20000, rng=1)
     assert v.pairs_tried == 1 and v.extra["swapped_pairs_merged"] == 1
 
 
@@ -185,7 +189,7 @@ def test_structured_twins_pass_at_small_alpha(name):
 
 def test_search_flags_broken_histogram_with_generated_pairs():
     m = zoo.make("noisy_histogram_half_noise")
-    v = verifiers.search(m, budget=60000, rng=3)
+    v = verifiers.statistical.search(m, budget=60000, rng=3)
     assert v.violated and v.pairs_tried > 5, v.summary
 
 
@@ -239,13 +243,13 @@ def test_search_skips_and_reports_pairs_that_raise():
         return d + rng.laplace(size=(n, d.size))
 
     m = verifiers.wrap(fn, epsilon=1.0, neighbours="one_differ", sensitivity=1.0)
-    v = verifiers.search(m, budget=20000, rng=0)
+    v = verifiers.statistical.search(m, budget=20000, rng=0)
     skipped = v.extra["skipped_pairs"]
     assert skipped and all("OverflowError: a bin of 4 overflows" in s["error"] for s in skipped)
     assert all("far ahead" in s["pair"] for s in skipped)
     # a pair the user gave is a contract: the error is raised
     with pytest.raises(OverflowError):
-        verifiers.search(m, generator=[(np.full(5, 4.0), np.full(5, 4.0) + np.eye(5)[0])], budget=2000, rng=0)
+        verifiers.statistical.search(m, generator=[(np.full(5, 4.0), np.full(5, 4.0) + np.eye(5)[0])], budget=2000, rng=0)
 
 
 # -- soundness on tight correct controls with vector outputs (V5) -------------------------------
@@ -258,7 +262,7 @@ def test_vector_controls_false_violation_rate(name):
     flag at most the 1 - 1e-4 quantile of Bin(200, 0.05) times, whatever events (vector, pattern,
     label, learned) the selection picks. Each control is audited on every one of its suite pairs in
     turn (seed s on pair s mod #pairs), so the most lopsided pair is among them."""
-    from dpharness.verifiers import suites
+    from dpharness.verifiers.controls import suites
 
     e = suites.get(name)
     flags = 0

@@ -1,4 +1,4 @@
-"""DP-Sniper's evaluation suite (verifiers/suite_dpsniper.py): every entry builds, every pair is
+"""DP-Sniper's evaluation suite (verifiers/controls/suites/dpsniper.py): every entry builds, every pair is
 legal, outputs have the documented shape / dtype / encoding, sampling is reproducible, and the
 samplers match exact laws where these are cheap to write down.
 
@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpharness.verifiers import suite_base, suites
-from dpharness.verifiers import suite_dpsniper as ds
+from dpharness.verifiers.controls.suites import base as suite_base
+from dpharness.verifiers.controls import suites
+from dpharness.verifiers.controls.suites import dpsniper as ds
 from dpharness.verifiers.neighbours import check_neighbours
 
 ALPHA = 1e-4

@@ -1,4 +1,4 @@
-"""The library-bugs suite (dpharness.verifiers.suite_library_bugs): every entry builds with its fixed
+"""The library-bugs suite (dpharness.verifiers.controls.suites.library_bugs): every entry builds with its fixed
 twin, its pairs are legal under the declared relation, the derived true losses are re-derived here
 independently (brute force, exact laws, the released library's own code where it is installed), the
 samplers follow their laws, and a fixed-seed audit flags every bug and none of the twins.
@@ -19,8 +19,8 @@ import pytest
 from scipy import stats
 
 from dpharness import verifiers as V
-from dpharness.verifiers import suite_library_bugs as lb
-from dpharness.verifiers import suites
+from dpharness.verifiers.controls.suites import library_bugs as lb
+from dpharness.verifiers.controls import suites
 from dpharness.verifiers.neighbours import check_neighbours
 
 ALPHA = 1e-4

@@ -1,4 +1,4 @@
-"""StatDP's suite (dpharness.verifiers.suite_statdp): every entry builds, its pairs are StatDP's and
+"""StatDP's suite (dpharness.verifiers.controls.suites.statdp): every entry builds, its pairs are StatDP's and
 legal, its outputs have the documented shape, dtype and encoding, sampling is reproducible, and
 each sampler matches its exact law.
 
@@ -22,9 +22,10 @@ import pytest
 from scipy import integrate, stats
 
 from dpharness.mechanisms.selection_laws import laplace_rnm_log_prob, pf_log_prob
-from dpharness.verifiers import suite_statdp, suites
+from dpharness.verifiers.controls.suites import statdp as suite_statdp
+from dpharness.verifiers.controls import suites
 from dpharness.verifiers.neighbours import check_neighbours
-from dpharness.verifiers.suite_base import SuiteEntry, entries
+from dpharness.verifiers.controls.suites.base import SuiteEntry, entries
 
 NAMES = ["noisy_max_v1a", "noisy_max_v1b", "noisy_max_v2a", "noisy_max_v2b", "histogram", "histogram_eps",
          "SVT", "iSVT1", "iSVT2", "iSVT3", "iSVT4"]

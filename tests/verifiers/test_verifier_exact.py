@@ -10,8 +10,8 @@ from scipy import integrate, stats
 from dpharness import mechanisms
 from dpharness import verifiers
 from dpharness.mechanisms.laws import LocationScaleLaw
-from dpharness.verifiers import zoo
-from dpharness.verifiers.exact import canonical, loss_between
+from dpharness.verifiers.controls import zoo
+from dpharness.verifiers.losses.exact import canonical, loss_between
 
 
 def test_em_missing_half_closed_form():
@@ -147,7 +147,7 @@ NO_EXACT_LAW = {"csmooth_quantiles", "smooth_quantiles", "tree_quantiles"}
 
 def test_registered_mechanisms_exact_on_example_pairs():
     # Every registered mechanism with an exact law exact mode reads (finite log_prob or a
-    # univariate distribution, or a sorted-vector law: verifiers.exact_vector) holds its claim on
+    # univariate distribution, or a sorted-vector law: verifiers.losses.vector) holds its claim on
     # its generated pairs.
     for name in mechanisms.registry.available():
         if name in NO_EXACT_LAW:
@@ -167,6 +167,6 @@ def test_no_law_raises():
 
 def test_exact_loss_lives_in_its_own_module():
     # 1-D and sorted-vector exact modes both build it, without importing each other
-    from dpharness.verifiers.exact_loss import ExactLoss
+    from dpharness.verifiers.losses.loss import ExactLoss
 
     assert verifiers.ExactLoss is ExactLoss and verifiers.exact.__module__.endswith(".exact")

@@ -15,12 +15,20 @@ import pytest
 from dpharness.mechanisms.base import PrivacyClaim
 from dpharness.mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity
 from dpharness.mechanisms.selection_laws import laplace_rnm_log_prob, pf_log_prob
-from dpharness.verifiers import exact_canonical, exact_compare, exact_grids, neighbours, statistical, verdict
-from dpharness.verifiers import zoo, zoo_base, zoo_finite, zoo_medians, zoo_real
+from dpharness.verifiers import neighbours, verdict
+from dpharness.verifiers.losses import canonical as exact_canonical
+from dpharness.verifiers.losses import compare as exact_compare
+from dpharness.verifiers.losses import grids as exact_grids
+from dpharness.verifiers.statistical import batch as statistical
+from dpharness.verifiers.controls import zoo
+from dpharness.verifiers.controls.zoo import base as zoo_base
+from dpharness.verifiers.controls.zoo import finite as zoo_finite
+from dpharness.verifiers.controls.zoo import medians as zoo_medians
+from dpharness.verifiers.controls.zoo import real as zoo_real
 
 # The package re-exports the functions search() and wrap() under the modules' names, so the
 # modules themselves are reached through importlib.
-search_mod = importlib.import_module("dpharness.verifiers.search")
+search_mod = importlib.import_module("dpharness.verifiers.statistical.search")
 wrap_mod = importlib.import_module("dpharness.verifiers.wrap")
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The JointExp and top-k zoo entries (verifiers/zoo_selection.py): exact witness probabilities
+"""The JointExp and top-k zoo entries (verifiers/controls/zoo/selection.py): exact witness probabilities
 against the samplers, broken twins flagged, correct twins not.
 
 Statistical thresholds: counts of an event on n fixed-seed draws are Binomial(n, p) with the
@@ -17,7 +17,9 @@ from scipy import stats
 
 from dpharness import verifiers
 from dpharness.mechanisms.quantiles import JointQuantiles
-from dpharness.verifiers import power, zoo, zoo_selection
+from dpharness.verifiers import power
+from dpharness.verifiers.controls import zoo
+from dpharness.verifiers.controls.zoo import selection as zoo_selection
 
 NEW = ["joint_exp", "joint_exp_single_sensitivity", "topk_peeling_em", "topk_peeling_reused_uniform", "topk_laplace",
        "topk_laplace_top1_scale"]

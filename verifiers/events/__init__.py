@@ -10,12 +10,12 @@ certification draws are counted against (:meth:`Event.contains`):
 * :mod:`.floats` -- the binary representation of released doubles (opt-in: ``float_events``).
 """
 
-from .core import KINDS, Candidates, Event, concat
-from .finite import UNION_CAP, finite_candidates
-from .bits import float_labels
-from .floats import FLOAT_VECTOR_WIDTH, float_candidates
-from .real import TAIL_KEEP, THRESHOLD_CAP, real_candidates, threshold_gap
-from .vector import ROW_LABEL_CAP, VECTOR_INTERVAL_WIDTH, vector_candidates
+from dpharness.verifiers.events.core import KINDS, Candidates, Event, concat
+from dpharness.verifiers.events.finite import UNION_CAP, finite_candidates
+from dpharness.verifiers.events.bits import float_labels
+from dpharness.verifiers.events.floats import FLOAT_VECTOR_WIDTH, float_candidates
+from dpharness.verifiers.events.real import TAIL_KEEP, THRESHOLD_CAP, real_candidates, threshold_gap
+from dpharness.verifiers.events.vector import ROW_LABEL_CAP, VECTOR_INTERVAL_WIDTH, vector_candidates
 
 __all__ = ["Event", "Candidates", "KINDS", "concat", "real_candidates", "finite_candidates", "vector_candidates",
            "float_candidates", "float_labels", "THRESHOLD_CAP", "TAIL_KEEP", "threshold_gap", "UNION_CAP",

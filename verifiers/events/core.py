@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..projection import Projection
+from dpharness.verifiers.projection import Projection
 
 __all__ = ["Event", "Candidates", "concat", "KINDS"]
 
@@ -66,7 +66,7 @@ class Event:
         if self.kind == "shape":
             return np.full(y.shape[0] if y.ndim else 1, tuple(y.shape[1:]) in self.values)
         if self.kind == "float":
-            from .bits import contains
+            from dpharness.verifiers.events.bits import contains
 
             return contains(self.values, y.reshape(y.shape[0], -1)[:, self.coord] if self.coord >= 0 else y)
         if self.projection is not None:
@@ -116,7 +116,7 @@ class Event:
                                  for sh in self.values)
             s = f"{{y is {shapes}}}"
         elif self.kind == "float":
-            from .bits import describe_label
+            from dpharness.verifiers.events.bits import describe_label
 
             labs = "; ".join(describe_label(x) for x in self.values[:4])
             more = f"; ... ({len(self.values)} bit patterns)" if len(self.values) > 4 else ""

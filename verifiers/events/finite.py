@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import _K, Candidates, _row_keys
+from dpharness.verifiers.events.core import _K, Candidates, _row_keys
 
 __all__ = ["finite_candidates", "set_candidates", "row_candidates", "UNION_CAP"]
 

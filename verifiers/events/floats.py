@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from .bits import float_labels, label_keys
-from .core import Candidates, concat
-from .finite import set_candidates
+from dpharness.verifiers.events.bits import float_labels, label_keys
+from dpharness.verifiers.events.core import Candidates, concat
+from dpharness.verifiers.events.finite import set_candidates
 
 __all__ = ["float_candidates", "float_labels", "FLOAT_VECTOR_WIDTH"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import _K, Candidates
+from dpharness.verifiers.events.core import _K, Candidates
 
 __all__ = ["real_candidates", "real_with_nan", "threshold_gap", "THRESHOLD_CAP", "TAIL_KEEP", "INTERVAL_POINTS"]
 

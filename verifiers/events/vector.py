@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..projection import fit_projection
-from .core import _K, Candidates, concat
-from .finite import finite_candidates, row_candidates
-from .real import real_candidates, real_with_nan
+from dpharness.verifiers.projection import fit_projection
+from dpharness.verifiers.events.core import _K, Candidates, concat
+from dpharness.verifiers.events.finite import finite_candidates, row_candidates
+from dpharness.verifiers.events.real import real_candidates, real_with_nan
 
 __all__ = ["vector_candidates", "VECTOR_INTERVAL_WIDTH", "ROW_LABEL_CAP"]
 

@@ -1,12 +1,12 @@
 """What exact mode returns: :class:`ExactLoss` (one module, so that every law's exact mode --
-:mod:`verifiers.exact` for 1-D laws, :mod:`verifiers.exact_vector` for sorted-vector laws -- can
+:mod:`verifiers.exact` for 1-D laws, :mod:`verifiers.losses.vector` for sorted-vector laws -- can
 build it without importing the other)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .exact_compare import _compare
+from dpharness.verifiers.losses.compare import _compare
 
 __all__ = ["ExactLoss"]
 

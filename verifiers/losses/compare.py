@@ -1,11 +1,11 @@
 """The comparison engine of :mod:`verifiers.exact`: the exact supremum of the log ratio and the
-hockey-stick divergence between two canonical laws (:mod:`verifiers.exact_canonical`).
+hockey-stick divergence between two canonical laws (:mod:`verifiers.losses.canonical`).
 
 On every segment between the merged breakpoints both log densities are linear or Cauchy, so the
 log ratio g has a derivative whose numerator is a polynomial of degree <= 4; its supremum is at a
 segment end or at a real root of that polynomial, and {g >= eps} is an interval per monotone
 stretch (Brent's method), integrated in closed form. Atoms are compared value by value and laws
-on one grid run by run (:mod:`verifiers.exact_grids`).
+on one grid run by run (:mod:`verifiers.losses.grids`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from .exact_canonical import Canonical, _grid_atoms, _Piece
-from .exact_grids import compare_grids, same_grid, see_atoms
+from dpharness.verifiers.losses.canonical import Canonical, _grid_atoms, _Piece
+from dpharness.verifiers.losses.grids import compare_grids, same_grid, see_atoms
 
 __all__ = ["compare"]
 

@@ -28,8 +28,8 @@ sum_atoms max(0, p1 - e^eps p2) + integral max(0, f1 - e^eps f2). On each monoto
 set {g >= eps} is an interval found by Brent's method, and the piece masses are integrated in
 closed form (exponential pieces, arctan for Cauchy).
 
-Modules: :mod:`verifiers.exact_canonical` (canonical forms), :mod:`verifiers.exact_compare` (the
-comparison), :mod:`verifiers.exact_grids` (two laws on one grid); this module is the API.
+Modules: :mod:`verifiers.losses.canonical` (canonical forms), :mod:`verifiers.losses.compare` (the
+comparison), :mod:`verifiers.losses.grids` (two laws on one grid); this module is the API.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..mechanisms.base import PrivacyClaim
-from .exact_canonical import Canonical, _canonical_of, canonical
-from .exact_canonical import _atoms_only, _grid_atoms, _Piece  # noqa: F401 - re-exported for tests
-from .exact_compare import _compare
-from .exact_loss import _TOL, ExactLoss
+from dpharness.mechanisms.base import PrivacyClaim
+from dpharness.verifiers.losses.canonical import Canonical, _canonical_of, canonical
+from dpharness.verifiers.losses.canonical import _atoms_only, _grid_atoms, _Piece  # noqa: F401 - re-exported for tests
+from dpharness.verifiers.losses.compare import _compare
+from dpharness.verifiers.losses.loss import _TOL, ExactLoss
 
 __all__ = ["exact", "ExactLoss", "loss_between", "canonical", "Canonical"]
 
@@ -91,12 +91,12 @@ def exact(mechanism: Any, d1: Any, d2: Any) -> ExactLoss:
 
     Needs finite ``support``/``log_prob`` or ``distribution(data)`` returning a piecewise,
     grid_runs or location_scale law, or a sorted-vector law declared by ``exact_vector_law``
-    (:mod:`verifiers.exact_vector`; ``ValueError`` otherwise). For a pure claim, ``violated`` is
+    (:mod:`verifiers.losses.vector`; ``ValueError`` otherwise). For a pure claim, ``violated`` is
     ``epsilon > claimed epsilon``; for an (epsilon, delta) claim it is
     ``delta(claimed epsilon) > claimed delta`` (hockey-stick divergence).
     """
     claim = _claim_of(mechanism)
-    from .exact_vector import exact_vector, vector_law_of  # sorted-vector laws (many quantiles)
+    from dpharness.verifiers.losses.vector import exact_vector, vector_law_of  # sorted-vector laws (many quantiles)
 
     if vector_law_of(mechanism) is not None:
         return exact_vector(mechanism, d1, d2, claim)

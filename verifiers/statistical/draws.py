@@ -1,5 +1,5 @@
 """Seeds and draws of an audit: keyed Generators per role, and draws of a mechanism checked for
-shape and type (the layer :mod:`verifiers.statistical` and :mod:`verifiers.parallel` share)."""
+shape and type (the layer :mod:`verifiers.statistical.batch` and :mod:`verifiers.statistical.parallel` share)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.contracts import is_finite as _declares_finite
+from dpharness.mechanisms.contracts import is_finite as _declares_finite
 
 __all__ = ["seed_of", "stream", "draw", "count_draws", "is_finite", "SELECT", "CERTIFY", "CHUNK_BYTES",
            "FIRST_CHUNK"]

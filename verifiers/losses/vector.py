@@ -38,9 +38,9 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
-from ..mechanisms import joint_exp as _je
-from ..mechanisms.base import check_data
-from .exact_loss import _TOL, ExactLoss
+from dpharness.mechanisms import joint_exp as _je
+from dpharness.mechanisms.base import check_data
+from dpharness.verifiers.losses.loss import _TOL, ExactLoss
 
 __all__ = ["vector_law_of", "exact_vector", "joint_exp_max_log_ratio", "Refinement", "refine",
            "VectorExactLoss"]

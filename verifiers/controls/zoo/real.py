@@ -1,5 +1,5 @@
 """Zoo entries with real-valued outputs: the Laplace mechanism, report noisy max releasing the
-noisy maximum *value*, and their broken variants. See :mod:`verifiers.zoo`."""
+noisy maximum *value*, and their broken variants. See :mod:`verifiers.controls.zoo`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
-from ..mechanisms.laws import LocationScaleLaw
-from .events import Event
-from .zoo_base import ZooWitness, _Base, _check_rnm, _exp_cdf, _lap_cdf, _n, _scalar, _shape, zoo_register
+from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
+from dpharness.mechanisms.laws import LocationScaleLaw
+from dpharness.verifiers.events import Event
+from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, _check_rnm, _exp_cdf, _lap_cdf, _n, _scalar, _shape, zoo_register
 
 __all__ = ["ZooLaplace", "ZooLaplaceInvertedScale", "ZooRNMLaplaceValue", "ZooRNMExponentialValue"]
 

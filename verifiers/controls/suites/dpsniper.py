@@ -1,4 +1,4 @@
-"""DP-Sniper's evaluation suite as audit targets (suite ``"dpsniper"`` of :mod:`verifiers.suite_base`).
+"""DP-Sniper's evaluation suite as audit targets (suite ``"dpsniper"`` of :mod:`verifiers.controls.suites.base`).
 
 Bichsel, Steffen, Bogunovic, Vechev, "DP-Sniper: Black-Box Discovery of Differential Privacy
 Violations using Classifiers", IEEE S&P 2021, evaluate their tool on twenty mechanisms. Each is
@@ -41,8 +41,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .suite_base import SuiteEntry, suite_entry
-from .wrap import wrap
+from dpharness.verifiers.controls.suites.base import SuiteEntry, suite_entry
+from dpharness.verifiers.wrap import wrap
 
 __all__ = [
     "EPSILON", "PUBLISHED", "DPSNIPER_SOURCE", "pattern_pairs", "scalar_pairs", "murmur3_32", "bloom_bits",

@@ -1,6 +1,6 @@
 """Zoo entries with structured outputs or record-level units: a noisy histogram (vector output,
 ``one_differ`` neighbours), a user-level count (``privacy_unit`` neighbours) and Gumbel top-k
-(label rows), each with a broken twin. See :mod:`verifiers.zoo`.
+(label rows), each with a broken twin. See :mod:`verifiers.controls.zoo`.
 
 Their witnesses are exact (closed forms: Laplace tails, the Plackett–Luce law of Gumbel top-k), so
 the verifier's vector events are checked against known losses, as the scalar zoo is.
@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special
 
-from ..mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
-from .events import Event
-from .neighbours import unit_records
-from .zoo_base import ZooWitness, _Base, _n, zoo_register
+from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
+from dpharness.verifiers.events import Event
+from dpharness.verifiers.neighbours import unit_records
+from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, _n, zoo_register
 
 __all__ = ["ZooNoisyHistogram", "ZooNoisyHistogramHalfNoise", "ZooUserCount", "ZooUserCountOneRecord",
            "ZooTopKGumbel", "ZooTopKTop1Scale", "plackett_luce_log_prob"]

@@ -11,9 +11,9 @@ exact law where it is easy: ``support``/``log_prob`` or ``distribution``), plus
   the event's exact probabilities under both datasets (used for power computations).
 
 (:class:`mechanisms.contracts.KnownLoss` is that contract.) The entries live in three modules --
-:mod:`verifiers.zoo_finite` (index outputs), :mod:`verifiers.zoo_real` (real outputs),
-:mod:`verifiers.zoo_medians` (private medians), :mod:`verifiers.zoo_vectors` (vector outputs and
-record-level units) and :mod:`verifiers.zoo_selection` (JointExp and top-k selection; these two are
+:mod:`verifiers.controls.zoo.finite` (index outputs), :mod:`verifiers.controls.zoo.real` (real outputs),
+:mod:`verifiers.controls.zoo.medians` (private medians), :mod:`verifiers.controls.zoo.vectors` (vector outputs and
+record-level units) and :mod:`verifiers.controls.zoo.selection` (JointExp and top-k selection; these two are
 the ``structured`` entries) -- and are registered in the one mechanism
 registry under the namespace ``zoo`` (``mechanisms.make("zoo/em_missing_half")`` works too), so
 that the default namespace and ``dpharness list`` stay about real mechanisms. This module is the
@@ -24,15 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..mechanisms import registry
-from .zoo_base import ZOO, ZooEntry, ZooWitness, zoo_register
-from .zoo_finite import (ZooEM, ZooEMMissingHalf, ZooPermuteAndFlip, ZooRNMExponential, ZooRNMLaplace,
+from dpharness.mechanisms import registry
+from dpharness.verifiers.controls.zoo.base import ZOO, ZooEntry, ZooWitness, zoo_register
+from dpharness.verifiers.controls.zoo.finite import (ZooEM, ZooEMMissingHalf, ZooPermuteAndFlip, ZooRNMExponential, ZooRNMLaplace,
                          ZooRNMMonotoneScale, ZooRNMSharedNoise, rnm_index_log_prob)
-from .zoo_medians import ZooDuffMedian, ZooSSMedian, ZooSSMedianBigBeta, ZooSSMedianLocal
-from .zoo_real import ZooLaplace, ZooLaplaceInvertedScale, ZooRNMExponentialValue, ZooRNMLaplaceValue
-from .zoo_vectors import (ZooNoisyHistogram, ZooNoisyHistogramHalfNoise, ZooTopKGumbel, ZooTopKTop1Scale,
+from dpharness.verifiers.controls.zoo.medians import ZooDuffMedian, ZooSSMedian, ZooSSMedianBigBeta, ZooSSMedianLocal
+from dpharness.verifiers.controls.zoo.real import ZooLaplace, ZooLaplaceInvertedScale, ZooRNMExponentialValue, ZooRNMLaplaceValue
+from dpharness.verifiers.controls.zoo.vectors import (ZooNoisyHistogram, ZooNoisyHistogramHalfNoise, ZooTopKGumbel, ZooTopKTop1Scale,
                           ZooUserCount, ZooUserCountOneRecord)
-from .zoo_selection import (ZooJointExp, ZooJointExpSingleSensitivity, ZooTopKLaplace, ZooTopKLaplaceTop1Scale,
+from dpharness.verifiers.controls.zoo.selection import (ZooJointExp, ZooJointExpSingleSensitivity, ZooTopKLaplace, ZooTopKLaplaceTop1Scale,
                             ZooTopKPeelingEM, ZooTopKPeelingReusedUniform)
 
 __all__ = ["ZOO", "ZooEntry", "ZooWitness", "zoo_register", "make", "available", "get", "entries",

@@ -1,6 +1,6 @@
 """Zoo entries for private medians: the Duff median and the smooth-sensitivity median, with the
 smooth-sensitivity median's broken variants (local sensitivity, a beta without ln(2/delta)).
-See :mod:`verifiers.zoo`."""
+See :mod:`verifiers.controls.zoo`."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.base import PrivacyClaim, as_rng, check_bounds, check_choice, check_data, check_delta, check_epsilon
-from ..mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity
-from ..mechanisms.median_sensitivity import clipped_lower_median, median_local_sensitivity, median_smooth_sensitivity
-from .events import Event
-from .zoo_base import ZooWitness, _Base, zoo_register
+from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_bounds, check_choice, check_data, check_delta, check_epsilon
+from dpharness.mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity
+from dpharness.mechanisms.median_sensitivity import clipped_lower_median, median_local_sensitivity, median_smooth_sensitivity
+from dpharness.verifiers.events import Event
+from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, zoo_register
 
 __all__ = ["ZooDuffMedian", "ZooSSMedian", "ZooSSMedianLocal", "ZooSSMedianBigBeta"]
 

@@ -1,7 +1,7 @@
 """Drawing one audit's samples on several cores or a dask cluster, bit-identically for any number
 of workers.
 
-An audit's draws are keyed by role (pair, phase, dataset, round: :func:`verifiers.statistical.stream`).
+An audit's draws are keyed by role (pair, phase, dataset, round: :func:`verifiers.statistical.batch.stream`).
 With ``jobs`` given, every keyed batch of ``n`` draws is cut into chunks whose sizes depend on ``n``
 only (:func:`chunk_sizes`), and chunk ``i`` is drawn from the Generator keyed ``(*key, CHUNK, i)``.
 The chunks run where :func:`sampling` says -- in this process, on joblib's loky processes or
@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .draws import count_draws, draw, stream
+from dpharness.verifiers.statistical.draws import count_draws, draw, stream
 
 __all__ = ["sampling", "chunk_sizes", "sample_draws", "sample_count", "sample_draws_pair", "sample_count_pair", "active", "BACKENDS", "CHUNK", "MIN_CHUNK",
            "MAX_CHUNKS", "check_jobs"]

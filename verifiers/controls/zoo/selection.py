@@ -1,6 +1,6 @@
 """Zoo entries for the exponential-mechanism family beyond one output : JointExp
 (many quantiles at once, vector outputs) and top-k selection (label rows), each a broken twin of a
-registered mechanism beside that mechanism wrapped as its correct twin. See :mod:`verifiers.zoo`.
+registered mechanism beside that mechanism wrapped as its correct twin. See :mod:`verifiers.controls.zoo`.
 
 * ``joint_exp`` / ``joint_exp_single_sensitivity`` -- JointExp (:class:`mechanisms.quantiles.JointQuantiles`)
   with the joint utility's sensitivity 2, or with the single quantile's 1;
@@ -26,13 +26,13 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special, stats
 
-from ..mechanisms import joint_exp as _je
-from ..mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_size
-from ..mechanisms.quantiles import JointQuantiles, joint_sensitivity
-from ..mechanisms.topk import LaplaceTopK, PeelingExponential
-from ..mechanisms.topk_laws import check_seqs
-from .events import Event
-from .zoo_base import ZooWitness, _Base, zoo_register
+from dpharness.mechanisms import joint_exp as _je
+from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_size
+from dpharness.mechanisms.quantiles import JointQuantiles, joint_sensitivity
+from dpharness.mechanisms.topk import LaplaceTopK, PeelingExponential
+from dpharness.mechanisms.topk_laws import check_seqs
+from dpharness.verifiers.events import Event
+from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, zoo_register
 
 __all__ = ["ZooJointExp", "ZooJointExpSingleSensitivity", "ZooTopKPeelingEM", "ZooTopKPeelingReusedUniform",
            "ZooTopKLaplace", "ZooTopKLaplaceTop1Scale", "joint_exp_coordinate_cdf", "reused_uniform_log_prob"]

@@ -3,7 +3,7 @@
 The budget (total mechanism calls, both datasets) is split into a selection part and a
 certification part. Selection runs successive halving over the candidate pairs of
 :func:`verifiers.neighbours.pairs_for`: every live pair gets a round of draws, pairs are ranked by
-the best predicted certified bound among their events (:func:`verifiers.statistical.best_choice`,
+the best predicted certified bound among their events (:func:`verifiers.statistical.batch.best_choice`,
 on all selection draws accumulated so far), and the better half survives. A pair listed again, or
 listed swapped, is searched once: every event is scored in both directions, so (d1, d2) and
 (d2, d1) are the same test (``Verdict.extra["swapped_pairs_merged"]`` counts the merged ones). The single winner
@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.contracts import check_auditable
-from . import bounds
-from .claims import annotate, at_pair, pairs_for
-from .neighbours import merge_swaps
-from .statistical import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify, check_samples, check_selection,
+from dpharness.mechanisms.contracts import check_auditable
+from dpharness.verifiers import bounds
+from dpharness.verifiers.claims import annotate, at_pair, pairs_for
+from dpharness.verifiers.neighbours import merge_swaps
+from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify, check_samples, check_selection,
                           check_sequential, is_finite, resolve_float_events, seed_of)
-from .parallel import active, sample_draws, sample_draws_pair, sampling
-from .verdict import Verdict
+from dpharness.verifiers.statistical.parallel import active, sample_draws, sample_draws_pair, sampling
+from dpharness.verifiers.verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
 
@@ -61,7 +61,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     selection
         Share of the budget used for selection.
     sequential
-        Certify the winner sequentially (:mod:`verifiers.sequential`): its selection draws start
+        Certify the winner sequentially (:mod:`verifiers.statistical.sequential`): its selection draws start
         the pool, fresh batches of at most the certification budget per dataset follow, and the
         audit stops as soon as a violation is certified.
     float_events
@@ -133,7 +133,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                     a.append(y1)
                     b.append(y2)
                     spent += 2 * m
-            except Exception as exc:  # noqa: BLE001 - any failure of a generated pair is reported, not fatal
+            except Exception as exc:
                 if not generated:
                     raise
                 skipped.append({"pair": pairs[j].label, "error": f"{type(exc).__name__}: {exc}"[:300]})

@@ -1,5 +1,5 @@
 """Privacy bugs of released DP libraries as audit targets (suite ``"library_bugs"`` of
-:mod:`verifiers.suite_base`).
+:mod:`verifiers.controls.suites.base`).
 
 Each bug documented publicly for a released library (paper, security advisory, GitHub issue) is
 re-implemented here from its public description, in numpy, beside its **fixed twin** (a separate
@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.base import check_data, check_epsilon
-from .suite_base import SuiteEntry, suite_entry
-from .wrap import wrap
+from dpharness.mechanisms.base import check_data, check_epsilon
+from dpharness.verifiers.controls.suites.base import SuiteEntry, suite_entry
+from dpharness.verifiers.wrap import wrap
 
 __all__ = [
     "SOURCES", "float_sum_worst_case", "rdp_gaussian_epsilon", "gaussian_exact_epsilon", "gaussian_exact_delta",

@@ -4,7 +4,7 @@
 On each segment between merged run ends both log pmfs are constant (uniform runs) or linear in
 the grid index (geometric runs), so the log ratio is linear there: its maximum is at a segment end
 and the hockey-stick sum is a difference of geometric sums past one crossing point. Results go
-into ``acc``, the accumulator of :mod:`verifiers.exact_compare` (``see``, ``support``, ``delta``).
+into ``acc``, the accumulator of :mod:`verifiers.losses.compare` (``see``, ``support``, ``delta``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.laws import log_geometric_sum
+from dpharness.mechanisms.laws import log_geometric_sum
 
 __all__ = ["same_grid", "compare_grids", "see_atoms"]
 

@@ -1,5 +1,5 @@
 """Zoo entries with finite outputs (an index): report noisy max, permute-and-flip, the
-exponential mechanism, and their broken variants. See :mod:`verifiers.zoo`."""
+exponential mechanism, and their broken variants. See :mod:`verifiers.controls.zoo`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import integrate, special
 
-from ..mechanisms.base import PrivacyClaim, as_rng, check_scores
-from ..mechanisms.laws import sample_index
-from .events import Event
-from .zoo_base import ZooWitness, _Base, _check_rnm, _exp_cdf, _lap_cdf, _n, _shape, zoo_register
+from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_scores
+from dpharness.mechanisms.laws import sample_index
+from dpharness.verifiers.events import Event
+from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, _check_rnm, _exp_cdf, _lap_cdf, _n, _shape, zoo_register
 
 __all__ = ["rnm_index_log_prob", "ZooRNMLaplace", "ZooRNMMonotoneScale", "ZooRNMExponential", "ZooRNMSharedNoise",
            "ZooPermuteAndFlip", "ZooEM", "ZooEMMissingHalf"]

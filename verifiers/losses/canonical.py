@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.contracts import LAW_KINDS, FiniteLaw, HasDistribution, is_finite
-from ..mechanisms.laws import log_expm1_ratio
+from dpharness.mechanisms.contracts import LAW_KINDS, FiniteLaw, HasDistribution, is_finite
+from dpharness.mechanisms.laws import log_expm1_ratio
 
 __all__ = ["Canonical", "canonical"]
 

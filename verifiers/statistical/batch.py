@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms.contracts import check_auditable
-from . import bounds
-from .events import FLOAT_VECTOR_WIDTH, Candidates, Event, concat, finite_candidates, float_candidates, vector_candidates
-from .events.real import real_with_nan
-from .events.core import _K
-from .draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
-from .parallel import sample_count_pair, sample_draws_pair
-from .verdict import Verdict, Witness, summarize
+from dpharness.mechanisms.contracts import check_auditable
+from dpharness.verifiers import bounds
+from dpharness.verifiers.events import FLOAT_VECTOR_WIDTH, Candidates, Event, concat, finite_candidates, float_candidates, vector_candidates
+from dpharness.verifiers.events.real import real_with_nan
+from dpharness.verifiers.events.core import _K
+from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
+from dpharness.verifiers.statistical.parallel import sample_count_pair, sample_draws_pair
+from dpharness.verifiers.verdict import Verdict, Witness, summarize
 
 __all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
            "best_choice", "certify", "resolve_float_events", "candidates_for", "detectable_epsilon", "check_samples", "check_selection", "count_draws",
@@ -316,7 +316,7 @@ def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: E
     return Verdict(**fields)
 
 
-#: The anytime-valid certification, plugged in by :mod:`verifiers.sequential` when it is imported
+#: The anytime-valid certification, plugged in by :mod:`verifiers.statistical.sequential` when it is imported
 #: (the package imports it): ``"audit"`` and ``"certify"``. This module does not import it, so the
 #: sequential module can build on this one without an import cycle.
 SEQUENTIAL: dict[str, Any] = {}
@@ -379,7 +379,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         family :func:`verifiers.power.audit_power` can analyse). Finite outputs always use every
         output and unions.
     sequential
-        Anytime-valid audit (:mod:`verifiers.sequential`): draw in growing batches, at most
+        Anytime-valid audit (:mod:`verifiers.statistical.sequential`): draw in growing batches, at most
         ``samples`` per dataset, and stop as soon as a violation is certified (``Verdict.extra``
         says ``looks`` and ``stopped``; ``calls`` are the draws actually made).
     float_events
@@ -392,7 +392,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         the default; ``"threading"``; ``"dask"``, a local cluster or the one at ``scheduler``):
         every keyed batch is cut into chunks whose sizes depend on the batch alone, each with its
         own keyed Generator, so the verdict is bit-identical for every ``jobs``, backend and
-        scheduler (:mod:`verifiers.parallel`, which also says what the mechanism needs to pickle).
+        scheduler (:mod:`verifiers.statistical.parallel`, which also says what the mechanism needs to pickle).
         ``jobs=None`` (default): one Generator per role, in this process.
 
     Returns
@@ -402,7 +402,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         (epsilon, delta) claim: the bound at the claimed delta, equivalently a delta lower bound
         above the claimed delta).
     """
-    from .neighbours import check_neighbours
+    from dpharness.verifiers.neighbours import check_neighbours
 
     check_auditable(mechanism)
     samples = check_samples(samples)
@@ -417,13 +417,13 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     if not isinstance(check_pair, (bool, np.bool_)):
         raise TypeError(f"check_pair must be True or False, got {check_pair!r}")
     if jobs is not None or backend is not None or scheduler is not None:
-        from .parallel import sampling
+        from dpharness.verifiers.statistical.parallel import sampling
 
         with sampling(jobs, backend, scheduler):
             return audit(mechanism, d1, d2, samples=samples, alpha=alpha, rng=rng, event=event, direction=direction,
                          selection=selection, events=events, check_pair=check_pair, sequential=sequential,
                          float_events=float_events)
-    from .claims import annotate, at_pair, is_map_claim
+    from dpharness.verifiers.claims import annotate, at_pair, is_map_claim
 
     if is_map_claim(mechanism.claim):  # a privacy map: held to the map at this pair's distance (verifiers.claims)
         held = at_pair(mechanism, d1, d2)

@@ -66,15 +66,15 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, ndtri
 
-from . import bounds
-from . import events as _events
-from . import parallel as _parallel
-from . import statistical as _st
-from .events import Event
-from .draws import FIRST_CHUNK
-from .statistical import (CERTIFY, SELECT, Choice, candidates_for, count_draws, detectable_epsilon, draw, is_finite,
+from dpharness.verifiers import bounds
+from dpharness.verifiers import events as _events
+from dpharness.verifiers.statistical import parallel as _parallel
+from dpharness.verifiers.statistical import batch as _st
+from dpharness.verifiers.events import Event
+from dpharness.verifiers.statistical.draws import FIRST_CHUNK
+from dpharness.verifiers.statistical.batch import (CERTIFY, SELECT, Choice, candidates_for, count_draws, detectable_epsilon, draw, is_finite,
                           selection_score, shrink_level, stream, SEQUENTIAL, check_sequential)
-from .verdict import Verdict, Witness, summarize
+from dpharness.verifiers.verdict import Verdict, Witness, summarize
 
 __all__ = ["sequential_audit", "sequential_certify", "EProcess", "schedule", "next_batch", "check_sequential",
            "FIRST", "FIRST_CERT", "GROWTH", "FAST_GROWTH", "FAST_MIN", "FAST_LOOKS", "MIN_BATCH", "FINE",
@@ -83,7 +83,7 @@ __all__ = ["sequential_audit", "sequential_certify", "EProcess", "schedule", "ne
            "BROAD", "SHRINK", "TOP_K", "INTERVAL_PENALTY", "TAILS_EACH", "CELL"]
 
 # Every constant below is read when a function runs (not bound at definition time), so setting
-# e.g. ``verifiers.sequential.BROAD`` changes later audits.
+# e.g. ``verifiers.statistical.sequential.BROAD`` changes later audits.
 
 #: Draws per dataset of the selection batch (at most 30 % of the budget).
 FIRST = 40
@@ -122,7 +122,7 @@ POOL_FLOOR = 5_000
 LOGIT_GRID = np.concatenate([np.arange(0.0, 10.0, 0.05), np.geomspace(10.5, 40.0, 16)])
 #: Share of the batch weights on the fixed broad part (the rest is centred on the estimate).
 BROAD = 0.25
-#: Shrinkage level of the selection frequencies (None: :func:`verifiers.statistical.shrink_level`).
+#: Shrinkage level of the selection frequencies (None: :func:`verifiers.statistical.batch.shrink_level`).
 SHRINK: float | None = 0.35
 #: An interval {lo <= y <= hi} (scalar outputs) is chosen over the best other event only when its
 #: predicted growth is this many times larger (math.inf: never; 1: no preference). Hundreds of
@@ -445,7 +445,7 @@ def _growth(num: np.ndarray, den: np.ndarray, n: int, gamma: float, delta: float
 
 def _bound_prescore(num: np.ndarray, den: np.ndarray, n: int, gamma: float, n_cert: int, alpha: float,
                     delta: float) -> np.ndarray:
-    """:func:`verifiers.statistical.selection_score` with normal approximations throughout (ranking only)."""
+    """:func:`verifiers.statistical.batch.selection_score` with normal approximations throughout (ranking only)."""
     k1 = _wilson(np.minimum(num, n), n, gamma, False) * n_cert
     k2 = _wilson(np.minimum(den, n), n, gamma, True) * n_cert
     z = float(ndtri(1.0 - alpha))
@@ -459,8 +459,8 @@ def _bound_prescore(num: np.ndarray, den: np.ndarray, n: int, gamma: float, n_ce
 
 
 def _bound_choice(cand: Any, n: int, *, n_cert: int, alpha: float, delta: float) -> Choice:
-    """:func:`verifiers.statistical.best_choice` on given candidates: maximise
-    :func:`verifiers.statistical.selection_score`, computed exactly for the TOP_K best of a
+    """:func:`verifiers.statistical.batch.best_choice` on given candidates: maximise
+    :func:`verifiers.statistical.batch.selection_score`, computed exactly for the TOP_K best of a
     closed-form pre-score per direction."""
     gamma = _st.SHRINK if _st.SHRINK is not None else shrink_level(2 * len(cand))
     best: Choice | None = None
@@ -499,12 +499,12 @@ def choose(y1: np.ndarray, y2: np.ndarray, *, finite: bool, epsilon: float, delt
     Score: the expected growth of ln M at the claim per draw per dataset,
     (p_num + p_den) KL(pi || pi_c), pi = p_num/(p_num + p_den), with p_num shrunk to its
     Clopper–Pearson lower bound (minus delta) and p_den to its upper bound at the selection's
-    shrinkage level (winner's curse, as in :func:`verifiers.statistical.selection_score`); computed
+    shrinkage level (winner's curse, as in :func:`verifiers.statistical.batch.selection_score`); computed
     exactly for the TOP_K best candidates per direction of the same score with Wilson bounds. For
     scalar real outputs an interval's score is divided by INTERVAL_PENALTY, and a two-tailed event
     scores 0 unless each tail alone has a positive score in the same direction (TAILS_EACH). When
     no event looks like a violation, the bound-maximising choice of
-    :func:`verifiers.statistical.best_choice` is used (it tightens the bound of a correct mechanism).
+    :func:`verifiers.statistical.batch.best_choice` is used (it tightens the bound of a correct mechanism).
     """
     n = int(np.shape(y1)[0])
     cand = candidates_for(y1, y2, finite, events, float_events)
@@ -575,14 +575,14 @@ def _pace(kn: float, kd: float, rows: float, delta: float, pi_c: float) -> float
 
 
 #: A certification batch of more rows than this is drawn and counted in blocks of bounded memory
-#: (:func:`verifiers.statistical.count_draws`); smaller batches are one draw, as always.
+#: (:func:`verifiers.statistical.batch.count_draws`); smaller batches are one draw, as always.
 BATCH_SPLIT = 2**22
 
 
 def _batch(mechanism: Any, data: Any, n: int, seed: int, key: tuple, event: Event) -> tuple[int, np.ndarray]:
     """Hits of ``event`` in ``n`` fresh draws (role ``key``), and the draws (or, for a batch above
     BATCH_SPLIT, the first FIRST_CHUNK of them: all the pool can keep of it is its first rows)."""
-    if _parallel.active() is not None:  # keyed chunks on the sampler's workers (verifiers.parallel)
+    if _parallel.active() is not None:  # keyed chunks on the sampler's workers (verifiers.statistical.parallel)
         if n <= BATCH_SPLIT:
             z = _parallel.sample_draws(mechanism, data, n, seed, key)
             return event.count(z), z
@@ -750,7 +750,7 @@ def sequential_audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: f
             vs = [sequential_certify(mechanism, d1, d2, pool1=[], pool2=[], budget=samples, alpha=alpha / 2,
                                      seed=seed, key=(0,), calls_so_far=0, pairs_tried=1, event=event,
                                      direction=dr) for dr in ("d1>d2", "d2>d1")]
-            from .statistical import _with_calls
+            from dpharness.verifiers.statistical.batch import _with_calls
 
             best = max(vs, key=lambda v: v.epsilon_lower)  # the same draws serve both directions
             return _with_calls(best, max(v.calls for v in vs))

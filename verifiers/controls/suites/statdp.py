@@ -1,4 +1,4 @@
-"""StatDP's evaluation suite as audit targets (suite ``"statdp"`` of :mod:`verifiers.suite_base`).
+"""StatDP's evaluation suite as audit targets (suite ``"statdp"`` of :mod:`verifiers.controls.suites.base`).
 
 Ding, Wang, Wang, Zhang, Kifer, "Detecting Violations of Differential Privacy", CCS 2018
 (arXiv:1805.10277), evaluate their tool on eleven mechanisms: four report-noisy-max variants, a
@@ -41,9 +41,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..mechanisms.base import check_epsilon
-from .suite_base import SuiteEntry, suite_entry
-from .wrap import wrap
+from dpharness.mechanisms.base import check_epsilon
+from dpharness.verifiers.controls.suites.base import SuiteEntry, suite_entry
+from dpharness.verifiers.wrap import wrap
 
 __all__ = [
     "NUM_INPUT", "CLAIMED_EPSILONS", "DEFAULT_EPSILON", "STATDP_SOURCE", "LYU_SOURCE", "DWORK_ROTH_SOURCE",
@@ -337,7 +337,7 @@ _LABELS = "label vector, int64 (n, d): 1 above, 0 below, -1 not answered (after 
 
 
 @suite_entry("statdp", "SVT")
-def SVT(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 0.5) -> SuiteEntry:  # noqa: N802,N803 - StatDP's names
+def SVT(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 0.5) -> SuiteEntry:
     """Sparse vector technique (Lyu-Su-Li Algorithm 1 with epsilon_1 = epsilon_2 = epsilon/2).
 
     rho = Lap(2/epsilon); for each query, 1 if q_i + Lap(4N/epsilon) >= T + rho else 0; stop
@@ -363,7 +363,7 @@ def SVT(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 0.5) -> SuiteEn
 
 
 @suite_entry("statdp", "iSVT1")
-def iSVT1(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:  # noqa: N802,N803
+def iSVT1(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:
     """BROKEN: SVT without query noise and without cutoff (Lyu-Su-Li Algorithm 5, Stoddard et al.).
 
     rho = Lap(2/epsilon); label i = 1 if q_i >= T + rho else 0, for every query (N is unused, as
@@ -383,7 +383,7 @@ def iSVT1(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> Suite
 
 
 @suite_entry("statdp", "iSVT2")
-def iSVT2(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:  # noqa: N802,N803
+def iSVT2(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:
     """BROKEN: query noise Lap(2/epsilon) (not scaled with N) and no cutoff (Lyu-Su-Li Algorithm 6,
     Chen et al.).
 
@@ -409,7 +409,7 @@ def iSVT2(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> Suite
 
 
 @suite_entry("statdp", "iSVT3")
-def iSVT3(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:  # noqa: N802,N803
+def iSVT3(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:
     """BROKEN: rho = Lap(4/epsilon), query noise Lap(4/(3 epsilon)) not scaled with N, cutoff N
     (Lyu-Su-Li Algorithm 4, Lee and Clifton).
 
@@ -435,7 +435,7 @@ def iSVT3(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> Suite
 
 
 @suite_entry("statdp", "iSVT4")
-def iSVT4(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:  # noqa: N802,N803
+def iSVT4(epsilon: float = DEFAULT_EPSILON, N: int = 1, T: float = 1.0) -> SuiteEntry:
     """BROKEN: SVT that releases the noisy answer q_i + nu_i instead of "above" (Lyu-Su-Li
     Algorithm 3, Roth's lecture notes).
 
