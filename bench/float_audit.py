@@ -2,7 +2,7 @@
 
 ``python -m dpharness.bench.float_audit [--budget N] [--alpha A] [--seed S] [NAME ...]`` builds each
 mechanism of ``mechanisms.available()`` (or the names given) from its ``example()`` and runs
-``verifiers.statistical.search`` twice on the same seed: with ``float_events=True`` (events on the bit patterns
+``verifiers.search`` twice on the same seed: with ``float_events=True`` (events on the bit patterns
 of the released doubles, :mod:`verifiers.events.floats`) and with ``float_events=False``. It prints
 a markdown table (docs/floating-point.md, "Float audit of the registered mechanisms").
 
@@ -25,7 +25,7 @@ __all__ = ["float_audit", "main"]
 
 def _one(mech: Any, float_events: bool, budget: int, alpha: float, seed: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    v = verifiers.statistical.search(mech, budget=budget, alpha=alpha, rng=seed, float_events=float_events)
+    v = verifiers.search(mech, budget=budget, alpha=alpha, rng=seed, float_events=float_events)
     w = v.witness
     return {"violated": bool(v.violated), "support": bool(v.support_violation),
             "epsilon_lower": float(v.epsilon_lower), "pairs": v.pairs_tried,

@@ -15,7 +15,7 @@ and python-dp aggregations as auditable mechanisms (docs/adapters.md).
 * :func:`adapt` -- picks one of these from where the object comes from.
 
 Each returns a :class:`dpharness.verifiers.WrappedMechanism` that ``verifiers.audit``,
-``verifiers.statistical.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
+``verifiers.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
 imported when an adapter is built, never when this module is; a missing one raises
 :class:`MissingLibrary` (an ``ImportError``) with the install hint. Adapted mechanisms audit
 floating-point leaks by default (``float_events=True``): they are third-party float code.
@@ -493,7 +493,7 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
         A member of the input domain, for inferring ``kind``; default: built from the domain
         (its bounds, else 0 / False / "a").
     neighbours
-        The relation whose pairs :func:`verifiers.statistical.search` generates (default: the metric's,
+        The relation whose pairs :func:`verifiers.search` generates (default: the metric's,
         :data:`dpharness.verifiers.claims.DEFAULT_RELATION`).
     input_domain, name, attributes, float_events
         As for :func:`dpharness.verifiers.wrap` (bounds and vector lengths of the measurement's

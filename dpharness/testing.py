@@ -417,7 +417,7 @@ def assert_dp(mechanism_or_fn: Any, d1: Any = None, d2: Any = None, *, epsilon: 
     """Assert that ``mechanism_or_fn`` satisfies (``epsilon``, ``delta``)-DP, by a statistical audit.
 
     With ``d1`` and ``d2``: :func:`verifiers.audit` of that neighbouring pair (``budget // 2`` draws
-    per dataset). Without: :func:`verifiers.statistical.search` over the neighbouring pairs of the claim's
+    per dataset). Without: :func:`verifiers.search` over the neighbouring pairs of the claim's
     relation (``budget`` calls in all). The test fails with :class:`DPViolation` -- the witness
     pair, event, counts, seed and replay commands in its message -- when a violation is certified
     at level ``alpha``; so a correct mechanism fails with probability at most ``alpha``. Otherwise
@@ -460,7 +460,7 @@ def assert_dp(mechanism_or_fn: Any, d1: Any = None, d2: Any = None, *, epsilon: 
         Factor on ``budget``; None: the session's ``--dp-budget`` (1 outside pytest).
     **options
         Passed to :func:`verifiers.audit` (e.g. ``events="thresholds"``) or
-        :func:`verifiers.statistical.search` (e.g. ``generator=...``); ``float_events=True`` also audits the
+        :func:`verifiers.search` (e.g. ``generator=...``); ``float_events=True`` also audits the
         bits of released doubles (floating-point leaks; on by default for library adapters).
 
     Returns

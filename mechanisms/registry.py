@@ -4,7 +4,7 @@ Names live in namespaces. The default namespace (:data:`DEFAULT`) holds the real
 :mod:`mechanisms` and is what a plain name means everywhere (``make("exponential", ...)``,
 ``available()``, ``dpharness list``). Other namespaces hold mechanisms that must not be mistaken
 for real ones, e.g. ``zoo``, the verifier's deliberately broken mechanisms and their correct twins
-(:mod:`verifiers.controls.zoo`). A name in another namespace is written ``"namespace/name"``
+(:mod:`verifiers.zoo`). A name in another namespace is written ``"namespace/name"``
 (``make("zoo/rnm_laplace_value")``) or given with ``namespace=`` (``make("rnm_laplace_value",
 namespace="zoo")``); the same plain name may exist in several namespaces.
 

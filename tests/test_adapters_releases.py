@@ -118,7 +118,7 @@ def _float_sum_pair():
     """A bounded float sum of 16 records in [2^52, 2^52 + 1] plus Laplace noise of scale 50 (claim
     (U - L)/50 = 0.02 per record replaced in the ideal analysis), built with the installed
     release's constructors, and the pair on which sequential float rounding moves the sum by 16
-    (the exhaustive worst case, verifiers.controls.suites.library_bugs.float_sum_worst_case)."""
+    (the exhaustive worst case, verifiers.suites.library_bugs.float_sum_worst_case)."""
     from dpharness.verifiers.controls.suites.library_bugs import float_sum_worst_case
 
     meas = _opendp_measurements()

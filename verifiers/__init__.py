@@ -2,11 +2,11 @@
 
 * :func:`audit` -- one dataset pair: select a witness event on one split, certify it on fresh
   samples with exact Clopper–Pearson bounds (:mod:`verifiers.statistical.batch`).
-* :func:`search` -- also searches neighbouring pairs (:mod:`verifiers.statistical.search`,
+* :func:`search` -- also searches neighbouring pairs (:mod:`verifiers.search`,
   :mod:`verifiers.neighbours`), with one certification for the whole search.
 * :func:`exact` -- exact privacy loss from a mechanism's exact law (:mod:`verifiers.exact`).
 * :func:`wrap` -- make any ``fn(data, size, rng)`` auditable (:mod:`verifiers.wrap`).
-* :mod:`verifiers.controls.zoo` -- deliberately broken mechanisms and their correct twins.
+* :mod:`verifiers.zoo` -- deliberately broken mechanisms and their correct twins.
 * :mod:`verifiers.power` -- detection probabilities by computation.
 * ``dpharness audit CONFIG`` -- the harness layer, :mod:`dpharness.bench.audits`.
 """

@@ -313,7 +313,7 @@ def audit_power(mechanism: Any, witness: Any, *, samples: int, alpha: float = 0.
     """Lower bound on P[``audit(mechanism, witness.d1, witness.d2, samples=samples, alpha=alpha,
     events=...)`` is violated] (module docstring): the default ``events="all"`` for finite
     outputs, ``events="thresholds"`` for real outputs. ``witness`` has ``d1, d2, event,
-    direction, p_num, p_den`` (a :class:`verifiers.controls.zoo.ZooWitness`); its event must be a
+    direction, p_num, p_den`` (a :class:`verifiers.zoo.ZooWitness`); its event must be a
     threshold, an atom or a single finite output. The witness event is one of the fixed reference
     events E* (the others: every grid threshold, law atom or finite output, both directions).
     ``resolution``: grid step in binomial standard deviations of the selection counts."""

@@ -320,7 +320,7 @@ def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
 def _check_search_budget(a: AuditSpec, n_pairs: int, err: Any) -> None:
     """A search needs 4 selection calls per candidate pair (2 per dataset) and at least one
     certification draw: each sample size (the search's budget) is checked here, before any run
-    folder exists, with the same split as :func:`verifiers.statistical.search`."""
+    folder exists, with the same split as :func:`verifiers.search`."""
     from dpharness.verifiers.statistical.search import DEFAULT_SEARCH_SELECTION
 
     sel = DEFAULT_SEARCH_SELECTION if a.selection is None else float(a.selection)

@@ -22,7 +22,7 @@ One audit::
                  # or {registry: exponential, ...params} / {registry: NAME, example: true}
                  # or {registry: all} (one audit per registered mechanism, from example())
                  # or {peer: diffprivlib_median, ...params} (bench.peers)
-                 # or {suite: dpsniper/NoisyHist2} (a peer suite's mechanism, verifiers.controls.suites)
+                 # or {suite: dpsniper/NoisyHist2} (a peer suite's mechanism, verifiers.suites)
                  # or {callable: "mypkg.mech:noisy_count", epsilon: 1.0, ...claim} (your own
                  #   fn(data, size, rng), wrapped with verifiers.wrap) or {callable: "mypkg.mech:MECH"}
                  #   (your own mechanism object, or a zero-argument factory of one); see below
@@ -42,7 +42,7 @@ One audit::
       alpha: 0.05                      # optional override
       selection: 0.3                   # optional share of samples used to select the event
       sequential: false                # true: anytime-valid audit, stops at the first certified
-                                       #   violation (verifiers.statistical.sequential; samples = the budget)
+                                       #   violation (verifiers.sequential; samples = the budget)
       float_events: true               # optional: events on the bits of released doubles on/off
                                        #   (default: the mechanism's own float_events)
 

@@ -316,7 +316,7 @@ def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: E
     return Verdict(**fields)
 
 
-#: The anytime-valid certification, plugged in by :mod:`verifiers.statistical.sequential` when it is imported
+#: The anytime-valid certification, plugged in by :mod:`verifiers.sequential` when it is imported
 #: (the package imports it): ``"audit"`` and ``"certify"``. This module does not import it, so the
 #: sequential module can build on this one without an import cycle.
 SEQUENTIAL: dict[str, Any] = {}
@@ -379,7 +379,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         family :func:`verifiers.power.audit_power` can analyse). Finite outputs always use every
         output and unions.
     sequential
-        Anytime-valid audit (:mod:`verifiers.statistical.sequential`): draw in growing batches, at most
+        Anytime-valid audit (:mod:`verifiers.sequential`): draw in growing batches, at most
         ``samples`` per dataset, and stop as soon as a violation is certified (``Verdict.extra``
         says ``looks`` and ``stopped``; ``calls`` are the draws actually made).
     float_events

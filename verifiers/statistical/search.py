@@ -61,7 +61,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     selection
         Share of the budget used for selection.
     sequential
-        Certify the winner sequentially (:mod:`verifiers.statistical.sequential`): its selection draws start
+        Certify the winner sequentially (:mod:`verifiers.sequential`): its selection draws start
         the pool, fresh batches of at most the certification budget per dataset follow, and the
         audit stops as soon as a violation is certified.
     float_events

@@ -83,7 +83,7 @@ __all__ = ["sequential_audit", "sequential_certify", "EProcess", "schedule", "ne
            "BROAD", "SHRINK", "TOP_K", "INTERVAL_PENALTY", "TAILS_EACH", "CELL"]
 
 # Every constant below is read when a function runs (not bound at definition time), so setting
-# e.g. ``verifiers.statistical.sequential.BROAD`` changes later audits.
+# e.g. ``verifiers.sequential.BROAD`` changes later audits.
 
 #: Draws per dataset of the selection batch (at most 30 % of the budget).
 FIRST = 40

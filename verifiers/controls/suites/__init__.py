@@ -1,4 +1,4 @@
-"""The peers' benchmark suites as audit targets: the API of :mod:`verifiers.controls.suites.base`, with
+"""The peers' benchmark suites as audit targets: the API of :mod:`verifiers.suites.base`, with
 every suite module imported so that its entries are registered."""
 
 from dpharness.verifiers.controls.suites.base import SUITES, SuiteEntry, entries, get, suites

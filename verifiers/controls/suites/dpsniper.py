@@ -1,4 +1,4 @@
-"""DP-Sniper's evaluation suite as audit targets (suite ``"dpsniper"`` of :mod:`verifiers.controls.suites.base`).
+"""DP-Sniper's evaluation suite as audit targets (suite ``"dpsniper"`` of :mod:`verifiers.suites.base`).
 
 Bichsel, Steffen, Bogunovic, Vechev, "DP-Sniper: Black-Box Discovery of Differential Privacy
 Violations using Classifiers", IEEE S&P 2021, evaluate their tool on twenty mechanisms. Each is

@@ -1,5 +1,5 @@
 """Privacy bugs of released DP libraries as audit targets (suite ``"library_bugs"`` of
-:mod:`verifiers.controls.suites.base`).
+:mod:`verifiers.suites.base`).
 
 Each bug documented publicly for a released library (paper, security advisory, GitHub issue) is
 re-implemented here from its public description, in numpy, beside its **fixed twin** (a separate

@@ -1,4 +1,4 @@
-"""StatDP's evaluation suite as audit targets (suite ``"statdp"`` of :mod:`verifiers.controls.suites.base`).
+"""StatDP's evaluation suite as audit targets (suite ``"statdp"`` of :mod:`verifiers.suites.base`).
 
 Ding, Wang, Wang, Zhang, Kifer, "Detecting Violations of Differential Privacy", CCS 2018
 (arXiv:1805.10277), evaluate their tool on eleven mechanisms: four report-noisy-max variants, a

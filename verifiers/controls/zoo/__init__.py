@@ -11,9 +11,9 @@ exact law where it is easy: ``support``/``log_prob`` or ``distribution``), plus
   the event's exact probabilities under both datasets (used for power computations).
 
 (:class:`mechanisms.contracts.KnownLoss` is that contract.) The entries live in three modules --
-:mod:`verifiers.controls.zoo.finite` (index outputs), :mod:`verifiers.controls.zoo.real` (real outputs),
-:mod:`verifiers.controls.zoo.medians` (private medians), :mod:`verifiers.controls.zoo.vectors` (vector outputs and
-record-level units) and :mod:`verifiers.controls.zoo.selection` (JointExp and top-k selection; these two are
+:mod:`verifiers.zoo.finite` (index outputs), :mod:`verifiers.zoo.real` (real outputs),
+:mod:`verifiers.zoo.medians` (private medians), :mod:`verifiers.zoo.vectors` (vector outputs and
+record-level units) and :mod:`verifiers.zoo.selection` (JointExp and top-k selection; these two are
 the ``structured`` entries) -- and are registered in the one mechanism
 registry under the namespace ``zoo`` (``mechanisms.make("zoo/em_missing_half")`` works too), so
 that the default namespace and ``dpharness list`` stay about real mechanisms. This module is the

@@ -1,4 +1,4 @@
-"""Shared parts of the zoo (:mod:`verifiers.controls.zoo`): registration, the documented witness, helpers.
+"""Shared parts of the zoo (:mod:`verifiers.zoo`): registration, the documented witness, helpers.
 
 Zoo mechanisms are registered in the one mechanism registry under the namespace ``zoo``
 (:data:`ZOO`; ``mechanisms.make("zoo/rnm_laplace_value")``), with ``broken`` (a positive control)
@@ -45,7 +45,7 @@ def zoo_register(name: str, *, broken: bool, twin: str | None = None,
                  structured: bool = False) -> Callable[[type], type]:
     """Class decorator: register a zoo mechanism (``broken`` = positive control) with its correct twin,
     as ``zoo/<name>`` in :mod:`mechanisms.registry`. ``structured``: vector outputs or record-level
-    units (:mod:`verifiers.controls.zoo.vectors`), audited statistically; the scalar entries also have
+    units (:mod:`verifiers.zoo.vectors`), audited statistically; the scalar entries also have
     computed power bounds (:mod:`verifiers.power`)."""
     if name in registry.available(ZOO):
         raise ValueError(f"zoo name {name!r} already registered")

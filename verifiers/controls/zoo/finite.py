@@ -1,5 +1,5 @@
 """Zoo entries with finite outputs (an index): report noisy max, permute-and-flip, the
-exponential mechanism, and their broken variants. See :mod:`verifiers.controls.zoo`."""
+exponential mechanism, and their broken variants. See :mod:`verifiers.zoo`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Zoo entries for private medians: the Duff median and the smooth-sensitivity median, with the
 smooth-sensitivity median's broken variants (local sensitivity, a beta without ln(2/delta)).
-See :mod:`verifiers.controls.zoo`."""
+See :mod:`verifiers.zoo`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Zoo entries with real-valued outputs: the Laplace mechanism, report noisy max releasing the
-noisy maximum *value*, and their broken variants. See :mod:`verifiers.controls.zoo`."""
+noisy maximum *value*, and their broken variants. See :mod:`verifiers.zoo`."""
 
 from __future__ import annotations
 

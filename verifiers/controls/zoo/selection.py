@@ -1,6 +1,6 @@
 """Zoo entries for the exponential-mechanism family beyond one output : JointExp
 (many quantiles at once, vector outputs) and top-k selection (label rows), each a broken twin of a
-registered mechanism beside that mechanism wrapped as its correct twin. See :mod:`verifiers.controls.zoo`.
+registered mechanism beside that mechanism wrapped as its correct twin. See :mod:`verifiers.zoo`.
 
 * ``joint_exp`` / ``joint_exp_single_sensitivity`` -- JointExp (:class:`mechanisms.quantiles.JointQuantiles`)
   with the joint utility's sensitivity 2, or with the single quantile's 1;

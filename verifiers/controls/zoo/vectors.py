@@ -1,6 +1,6 @@
 """Zoo entries with structured outputs or record-level units: a noisy histogram (vector output,
 ``one_differ`` neighbours), a user-level count (``privacy_unit`` neighbours) and Gumbel top-k
-(label rows), each with a broken twin. See :mod:`verifiers.controls.zoo`.
+(label rows), each with a broken twin. See :mod:`verifiers.zoo`.
 
 Their witnesses are exact (closed forms: Laplace tails, the Plackett–Luce law of Gumbel top-k), so
 the verifier's vector events are checked against known losses, as the scalar zoo is.
