@@ -56,7 +56,6 @@ from dpharness.mechanisms.base import (
     check_size,
 )
 from dpharness.mechanisms.domains import DOMAINS, MAX_GRID_POINTS, Grid, resolve_grid
-from dpharness.mechanisms.domains import on_grid as _on_grid  # noqa: F401 - former private name, kept importable
 from dpharness.mechanisms.duff_utility import (
     DEFINITIONS,
     check_quantile,
@@ -70,14 +69,7 @@ from dpharness.mechanisms.duff_utility import (
 from dpharness.mechanisms.expectations import grid_expected_abs_error
 from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
 from dpharness.mechanisms.median_window import MAX_OUTSIDE, WindowProposal, _sample_window, _window_half_width, window_proposal
-from dpharness.mechanisms.median_window import _rank_window, _window_of  # noqa: F401 - re-exported for tests
 from dpharness.mechanisms.registry import register
-
-# Former private names of this module, kept importable (tests and notebooks use them).
-_resolve_grid = resolve_grid
-_runs_and_points = runs_and_points
-_distinct = distinct_sorted
-_MAX_OUTSIDE = MAX_OUTSIDE
 
 __all__ = [
     "DOMAINS",
@@ -220,7 +212,7 @@ class _Duff(Mechanism):
         K = _window_half_width(x.size, self.q, self.epsilon, nd)
         out = None
         if K is not None:
-            out = _sample_window(self, x, nd, rng, K, max_outside=_MAX_OUTSIDE)
+            out = _sample_window(self, x, nd, rng, K, max_outside=MAX_OUTSIDE)
         if out is None:
             out = np.asarray(self.distribution(x).sample(nd, rng), dtype=np.float64)
         return out.reshape(shape) if shape else out[0]

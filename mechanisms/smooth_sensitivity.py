@@ -4,7 +4,7 @@
 beta-smooth sensitivity; ``laplace_median_global`` adds Laplace noise scaled to the global
 sensitivity (upper - lower). The conventions (clipping, padding, the replace-one and add/remove
 smooth sensitivities) and the exact O(n) algorithms are in :mod:`mechanisms.median_sensitivity`,
-whose functions are importable from here as well.
+whose public functions are importable from here as well.
 """
 
 from __future__ import annotations
@@ -26,13 +26,9 @@ from dpharness.mechanisms.base import (
     check_epsilon,
 )
 from dpharness.mechanisms.laws import LocationScaleLaw
-from dpharness.mechanisms.median_sensitivity import (  # noqa: F401 - private helpers re-exported for the tests
+from dpharness.mechanisms.median_sensitivity import (
     RELATIONS,
     _median_and_sensitivity,
-    _padded_full,
-    _select_sorted,
-    _sensitivity_sorted,
-    _smooth_sensitivity_pairs,
     clipped_lower_median,
     median_local_sensitivity,
     median_smooth_sensitivity,

@@ -37,7 +37,8 @@ from dpharness.mechanisms.laws import (
     geometric_mean_offset,
     log_geometric_sum,
 )
-from dpharness.verifiers.losses.exact import _grid_atoms, canonical, loss_between
+from dpharness.verifiers.losses.canonical import _grid_atoms
+from dpharness.verifiers.losses.exact import canonical, loss_between
 
 N_STAT_TESTS = 5  # test_sampler_chi_square: 5 laws
 ALPHA = 1e-6 / N_STAT_TESTS

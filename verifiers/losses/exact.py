@@ -39,7 +39,6 @@ from typing import Any
 
 from dpharness.mechanisms.base import PrivacyClaim
 from dpharness.verifiers.losses.canonical import Canonical, _canonical_of, canonical
-from dpharness.verifiers.losses.canonical import _atoms_only, _grid_atoms, _Piece  # noqa: F401 - re-exported for tests
 from dpharness.verifiers.losses.compare import _compare
 from dpharness.verifiers.losses.loss import _TOL, ExactLoss
 
