@@ -28,6 +28,8 @@ import numpy as np
 
 __all__ = [
     "NEIGHBOURS",
+    "neighbour_relations",
+    "register_neighbours",
     "PrivacyClaim",
     "Mechanism",
     "as_rng",
@@ -73,6 +75,21 @@ NEIGHBOURS: tuple[str, ...] = (
     "privacy_unit",
     "local",
 )
+
+#: Relations registered beyond :data:`NEIGHBOURS` (:mod:`dpharness.verifiers.relations` adds each
+#: relation module's name here, so that a claim may name a relation added as one new module).
+_REGISTERED: list[str] = []
+
+
+def register_neighbours(name: str) -> None:
+    """Let claims name the neighbour relation ``name`` (a no-op for the built-in ones)."""
+    if name not in NEIGHBOURS and name not in _REGISTERED:
+        _REGISTERED.append(name)
+
+
+def neighbour_relations() -> tuple[str, ...]:
+    """Every relation a claim may name: :data:`NEIGHBOURS`, then the ones registered since."""
+    return NEIGHBOURS + tuple(_REGISTERED)
 
 
 def _is_real(x: Any) -> bool:
@@ -236,7 +253,8 @@ def as_rng(rng: Any = None) -> np.random.Generator:
 class PrivacyClaim:
     """What a mechanism promises: (epsilon, delta)-DP under a neighbour relation.
 
-    ``neighbours`` is one of :data:`NEIGHBOURS`. ``sensitivity`` records the sensitivity the
+    ``neighbours`` is one of :data:`NEIGHBOURS` (or a relation registered since:
+    :func:`neighbour_relations`). ``sensitivity`` records the sensitivity the
     calibration assumed (of the utility or query), for reports; it is part of the claim because
     the same noise is epsilon-DP for one sensitivity and not for a larger one.
     """
@@ -258,7 +276,7 @@ class PrivacyClaim:
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
-        check_choice(self.neighbours, "neighbours", NEIGHBOURS)
+        check_choice(self.neighbours, "neighbours", neighbour_relations())
         if self.neighbours == "privacy_unit":
             mc = self.max_contributions
             if isinstance(mc, bool) or not isinstance(mc, (numbers.Integral, np.integer)) or int(mc) < 1:

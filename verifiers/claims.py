@@ -7,24 +7,9 @@ relation". Libraries such as OpenDP state more: a *privacy map* ``d_in -> epsilo
 holds the mechanism to the map evaluated at that pair's distance (:func:`at_pair`), so a pair
 at symmetric distance 2 (one record replaced) is held to ``privacy_map(2)``.
 
-Input metrics (:data:`INPUT_METRICS`; records are the elements of a 1-D array, the rows of a 2-D
-array or of a DataFrame, and a NaN record equals a NaN record):
-
-``symmetric_distance``      size of the multiset symmetric difference of the records (adding or
-                            removing one record: 1, replacing one: 2) -- OpenDP's SymmetricDistance;
-``insert_delete_distance``  the same for ordered datasets: fewest insertions and deletions
-                            (n1 + n2 - 2 LCS) -- OpenDP's InsertDeleteDistance;
-``change_distance``         records replaced between two datasets of equal size, as multisets
-                            (symmetric distance / 2; infinite when the sizes differ) -- OpenDP's
-                            ChangeOneDistance;
-``hamming_distance``        positions that differ between two ordered datasets of equal size --
-                            OpenDP's HammingDistance;
-``absolute_distance``       |a - b| for scalars;
-``l1_distance``, ``l2_distance``, ``linf_distance``
-                            norms of the difference of two vectors of one shape;
-``linf_monotone_distance``  the L-inf distance when every coordinate moves in the same direction
-                            (infinite otherwise) -- OpenDP's ``linf_distance(monotonic=True)``;
-``discrete_distance``       0 if the inputs are equal, else 1 (local DP, randomized response).
+The input metrics (:data:`INPUT_METRICS`: symmetric, insert/delete, change and Hamming distances
+of record datasets, absolute, L1, L2, L-inf and monotone L-inf distances of scalars and vectors,
+the discrete distance of local DP) are defined in :mod:`verifiers.relations.metrics`.
 
 The relation the pair generators use (``claim.neighbours``) defaults to :data:`DEFAULT_RELATION`
 of the metric; any generated or given pair is legal when its distance is finite and the map
@@ -35,33 +20,20 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from dpharness.mechanisms.base import NEIGHBOURS, PrivacyClaim
+from dpharness.mechanisms.base import PrivacyClaim, neighbour_relations
+from dpharness.verifiers.relations import PairList, Relation, check_neighbours, get, pairs_for
+from dpharness.verifiers.relations.metrics import INPUT_METRICS, RECORD_METRICS, distance
 from dpharness.verifiers.verdict import Verdict, format_data, summarize
 
-__all__ = ["INPUT_METRICS", "DEFAULT_RELATION", "PrivacyMapClaim", "map_claim", "distance", "evaluate", "claim_at",
-           "check_pair", "at_pair", "AtPair", "annotate", "pairs_for", "is_map_claim", "LinearMap", "ConstantMap",
-           "zcdp_to_approx_dp"]
-
-INPUT_METRICS: tuple[str, ...] = (
-    "symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance",
-    "absolute_distance", "l1_distance", "l2_distance", "linf_distance", "linf_monotone_distance",
-    "discrete_distance",
-)
-#: Metrics on datasets of records (the rest are on scalars, vectors or whole inputs).
-RECORD_METRICS = ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance")
-
-
-def _local() -> str:
-    # the local-DP relation, where the tree has it (any two inputs are neighbours)
-    return "local" if "local" in NEIGHBOURS else "bit"
-
+__all__ = ["INPUT_METRICS", "DEFAULT_RELATION", "PrivacyMapClaim", "MapRelation", "map_claim", "distance", "evaluate",
+           "claim_at", "check_pair", "at_pair", "AtPair", "annotate", "pairs_for", "is_map_claim", "LinearMap",
+           "ConstantMap", "zcdp_to_approx_dp"]
 
 #: The neighbour relation whose pair generators a metric uses by default.
 DEFAULT_RELATION: dict[str, str] = {
@@ -74,7 +46,7 @@ DEFAULT_RELATION: dict[str, str] = {
     "l2_distance": "one_differ",
     "linf_distance": "score_linf",
     "linf_monotone_distance": "score_monotone",
-    "discrete_distance": _local(),
+    "discrete_distance": "local",
 }
 
 #: Relations whose generated pairs are at a finite distance under each metric.
@@ -88,154 +60,15 @@ _COMPATIBLE: dict[str, tuple[str, ...]] = {
     "l2_distance": ("one_differ", "score_linf", "score_monotone"),
     "linf_distance": ("score_linf", "score_monotone", "one_differ"),
     "linf_monotone_distance": ("score_monotone", "one_differ"),
-    "discrete_distance": tuple(r for r in NEIGHBOURS if r not in ("privacy_unit",)),
 }
 
 
-# --------------------------------------------------------------------------------------------
-# distances
-
-class _NaN:
-    """The one key of every NaN value, so that a NaN record equals a NaN record."""
-
-    def __repr__(self) -> str:
-        return "nan"
-
-
-_NAN_KEY = _NaN()
-
-
-def _key(v: Any) -> Any:
-    if isinstance(v, (float, np.floating)) and math.isnan(v):
-        return _NAN_KEY
-    if isinstance(v, (list, tuple)):
-        return tuple(_key(x) for x in v)
-    return v
-
-
-def _records(d: Any, name: str) -> list:
-    """The records of a dataset as hashable keys: elements of a 1-D array, rows of a 2-D array
-    or of a DataFrame (NaN canonicalised)."""
-    try:
-        a = d.to_numpy(dtype=object) if _is_frame(d) else np.asarray(d)
-    except ValueError as exc:  # ragged rows
-        raise ValueError(f"{name} must be records (a 1-D array, a 2-D array or a DataFrame): {exc}") from None
-    if a.ndim == 0:
-        raise ValueError(f"{name} must be a dataset of records (a 1-D array, a 2-D array with one record per row, "
-                         f"or a DataFrame), got the scalar {d!r}")
-    if a.ndim > 2:
-        raise ValueError(f"{name} must be records as a 1-D array, a 2-D array (one record per row) or a DataFrame, "
-                         f"got shape {a.shape}")
-    rows = a.tolist()
-    return [_key(tuple(r) if isinstance(r, list) else r) for r in rows]
-
-
-def _is_frame(d: Any) -> bool:
-    return hasattr(d, "columns") and hasattr(d, "to_numpy")
-
-
-def _aligned(d1: Any, d2: Any) -> Any:
-    """``d2`` with its columns in the order of ``d1`` when both are DataFrames (records are
-    compared column by column name); ``ValueError`` when their columns differ."""
-    if not (_is_frame(d1) and _is_frame(d2)) or list(d1.columns) == list(d2.columns):
-        return d2
-    if sorted(map(str, d1.columns)) != sorted(map(str, d2.columns)):
-        raise ValueError(f"the DataFrames have different columns: {list(d1.columns)} and {list(d2.columns)}")
-    return d2[list(d1.columns)]
-
-
-def _lcs(r1: list, r2: list) -> int:
-    """Length of the longest common subsequence, one numpy pass per record of ``r1``:
-    row i of the DP is the running maximum of max(prev[j], prev[j-1] + match[j])."""
-    if not r1 or not r2:
-        return 0
-    codes: dict = {}
-    c1 = np.array([codes.setdefault(k, len(codes)) for k in r1])
-    c2 = np.array([codes.setdefault(k, len(codes)) for k in r2])
-    prev = np.zeros(c2.size + 1, dtype=np.int64)
-    for x in c1:
-        cand = np.maximum(prev[1:], prev[:-1] + (c2 == x))
-        prev = np.concatenate([[0], np.maximum.accumulate(cand)])
-    return int(prev[-1])
-
-
-def _symmetric(r1: list, r2: list) -> int:
-    c1, c2 = Counter(r1), Counter(r2)
-    return sum((c1 - c2).values()) + sum((c2 - c1).values())
-
-
-def _vectors(d1: Any, d2: Any, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
-    try:
-        a, b = np.asarray(d1, dtype=np.float64), np.asarray(d2, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{metric} needs numeric data: {exc}") from None
-    if a.shape != b.shape:
-        return None
-    return a, b
-
-
-def _coordinate_gaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a - b| per coordinate, 0 where both are equal (NaN equals NaN, inf equals inf)."""
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
-    with np.errstate(invalid="ignore"):
-        gap = np.abs(b - a)
-    return np.where(same, 0.0, np.where(np.isnan(gap), np.inf, gap))
-
-
-def _equal(d1: Any, d2: Any) -> bool:
-    if isinstance(d1, str) or isinstance(d2, str):
-        return isinstance(d1, str) and isinstance(d2, str) and d1 == d2
-    if hasattr(d1, "columns") and hasattr(d1, "to_numpy"):
-        d1 = d1.to_numpy(dtype=object)
-    if hasattr(d2, "columns") and hasattr(d2, "to_numpy"):
-        d2 = d2.to_numpy(dtype=object)
-    a, b = np.asarray(d1), np.asarray(d2)
-    if a.shape != b.shape:
-        return False
-    return _key(a.tolist()) == _key(b.tolist())
-
-
-def distance(metric: str, d1: Any, d2: Any) -> float:
-    """The distance between ``d1`` and ``d2`` under ``metric`` (one of :data:`INPUT_METRICS`);
-    ``math.inf`` when the two inputs are not comparable under it (e.g. sizes differ under
-    ``change_distance``)."""
-    if metric not in INPUT_METRICS:
-        raise ValueError(f"input_metric must be one of {', '.join(INPUT_METRICS)}; got {metric!r}")
-    if metric in RECORD_METRICS:
-        d2 = _aligned(d1, d2)
-        r1, r2 = _records(d1, "d1"), _records(d2, "d2")
-        if metric == "symmetric_distance":
-            return float(_symmetric(r1, r2))
-        if metric == "insert_delete_distance":
-            return float(len(r1) + len(r2) - 2 * _lcs(r1, r2))
-        if len(r1) != len(r2):
-            return math.inf
-        if metric == "change_distance":
-            return _symmetric(r1, r2) / 2.0
-        return float(sum(k1 != k2 for k1, k2 in zip(r1, r2)))
+def _compatible(metric: str) -> tuple[str, ...]:
+    """The relations whose generated pairs are at a finite distance under ``metric`` (under the
+    discrete distance: every relation but ``privacy_unit``, whose units are compared as records)."""
     if metric == "discrete_distance":
-        return 0.0 if _equal(d1, d2) else 1.0
-    ab = _vectors(d1, d2, metric)
-    if ab is None:
-        return math.inf
-    a, b = ab
-    if metric == "absolute_distance":
-        if a.size != 1:
-            raise ValueError(f"absolute_distance is for scalars, got data of shape {a.shape}")
-        return float(_coordinate_gaps(a.reshape(-1), b.reshape(-1))[0])
-    gap = _coordinate_gaps(a.reshape(-1), b.reshape(-1))
-    if gap.size == 0:
-        return 0.0
-    if metric == "l1_distance":
-        return float(np.sum(gap))
-    if metric == "l2_distance":
-        return float(np.sqrt(np.sum(gap * gap)))
-    if metric == "linf_monotone_distance":
-        with np.errstate(invalid="ignore"):
-            step = (b - a).reshape(-1)[gap > 0]
-        if np.any(step > 0) and np.any(step < 0):
-            return math.inf
-    return float(np.max(gap))
+        return tuple(r for r in neighbour_relations() if r not in ("privacy_unit",))
+    return _COMPATIBLE[metric]
 
 
 # --------------------------------------------------------------------------------------------
@@ -247,7 +80,7 @@ def evaluate(privacy_map: Callable[[Any], Any], d_in: float) -> tuple[float, flo
     naming the distance when the map raises or returns anything else."""
     try:
         out = privacy_map(d_in)
-    except Exception as exc:
+    except Exception as exc:  # the map is user or library code and may raise anything: named as a ValueError
         raise ValueError(f"privacy_map({d_in:g}) raised {type(exc).__name__}: {exc}") from exc
     if isinstance(out, PrivacyClaim):
         eps, dl = out.epsilon, out.delta
@@ -289,6 +122,12 @@ class PrivacyMapClaim(PrivacyClaim):
         if self.input_metric not in INPUT_METRICS:
             raise ValueError(f"input_metric must be one of {', '.join(INPUT_METRICS)}; got {self.input_metric!r}")
 
+    @property
+    def relation(self) -> MapRelation:
+        """The relation pairs are searched and admitted under: the map wrapping the relation
+        ``neighbours`` names (:class:`MapRelation`)."""
+        return MapRelation(self)
+
     def at(self, d_in: float) -> PrivacyClaim:
         """The fixed claim at distance ``d_in`` (every other field of the claim kept)."""
         eps, dl = evaluate(self.privacy_map, d_in)
@@ -315,9 +154,9 @@ def map_claim(privacy_map: Callable[[Any], Any], input_metric: str, *, neighbour
         raise TypeError(f"privacy_map must be callable as privacy_map(d_in) -> epsilon or (epsilon, delta), "
                         f"got {type(privacy_map).__name__} {privacy_map!r}")
     rel = DEFAULT_RELATION[input_metric] if neighbours is None else neighbours
-    if rel not in _COMPATIBLE[input_metric]:
+    if rel not in _compatible(input_metric):
         raise ValueError(f"neighbours={rel!r} does not generate pairs at a finite {input_metric}; accepted: "
-                         f"{', '.join(_COMPATIBLE[input_metric])} (default {DEFAULT_RELATION[input_metric]!r})")
+                         f"{', '.join(_compatible(input_metric))} (default {DEFAULT_RELATION[input_metric]!r})")
     d = 1.0 if d_in is None else d_in
     if isinstance(d, bool) or not isinstance(d, numbers.Real) or not (math.isfinite(float(d)) and float(d) > 0):
         raise ValueError(f"d_in must be a finite distance > 0, got {d_in!r}")
@@ -350,10 +189,7 @@ def claim_at(claim: PrivacyMapClaim, d1: Any, d2: Any, label: str = "the pair") 
         raise ValueError(f"{where} is at {claim.input_metric} 0 (the same dataset): nothing to audit")
     dom = getattr(claim, "input_domain", None)
     if dom is not None:  # a declared input domain holds the records (or the whole input)
-        from dpharness.verifiers import neighbours
-
-        outside = getattr(neighbours, "_why_not_domain", None)
-        why = outside(d1, d2, dom, claim.neighbours) if outside is not None else None
+        why = get(claim.neighbours).why_not_domain(d1, d2, dom)
         if why is not None:
             raise ValueError(f"{where}: {why}")
     try:
@@ -362,14 +198,81 @@ def claim_at(claim: PrivacyMapClaim, d1: Any, d2: Any, label: str = "the pair") 
         raise ValueError(f"{where} at {claim.input_metric} {d:g}: {exc}") from None
 
 
+class MapRelation(Relation):
+    """The relation of a privacy-map claim: the relation the claim names (``base``) generates the
+    pairs, at step ``d_in`` (the claim's sensitivity), and checks them; a pair is then admitted
+    when it is at a finite distance where the map gives a valid claim (:func:`claim_at`)."""
+
+    def __init__(self, claim: PrivacyMapClaim) -> None:
+        self.claim = claim
+        self._base = get(claim.neighbours)
+
+    @property
+    def base(self) -> Relation:
+        return self._base
+
+    @property
+    def name(self) -> str:
+        return self._base.name
+
+    @property
+    def family(self) -> str:
+        return self._base.family
+
+    @property
+    def records(self) -> bool:
+        return self._base.records
+
+    @property
+    def metric(self) -> str:
+        return self.claim.input_metric
+
+    def family_for(self, mechanism: Any) -> str:
+        return self._base.family_for(mechanism)
+
+    def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:
+        try:
+            claim_at(claim, d1, d2)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def why_not(self, d1: Any, d2: Any, claim: Any) -> str | None:
+        return self.why_not_relation(d1, d2, claim)  # claim_at checks the input domain too
+
+    def check(self, d1: Any, d2: Any, claim: Any) -> None:
+        claim_at(claim, d1, d2)
+
+    def admit(self, d1: Any, d2: Any, claim: Any, label: str) -> None:
+        claim_at(claim, d1, d2, label)
+
+    def admitted(self, pairs: list, claim: Any) -> PairList:
+        """The generated pairs at a finite distance where the map is valid; the others are
+        dropped and reported in ``skipped``."""
+        keep = PairList()
+        keep.skipped = list(getattr(pairs, "skipped", []))
+        for p in pairs:
+            try:
+                claim_at(claim, p.d1, p.d2, p.label or "a generated pair")
+            except ValueError as exc:
+                keep.skipped.append({"pair": p.label, "error": str(exc)[:300]})
+                continue
+            keep.append(p)
+        if not keep:
+            raise ValueError(f"no generated pair is at a finite {claim.input_metric} where the privacy map is "
+                             f"valid; first: {keep.skipped[0]['error'] if keep.skipped else 'none generated'}")
+        return keep
+
+    def __repr__(self) -> str:
+        return f"<privacy map over {self.claim.input_metric}, pairs of {self._base!r}>"
+
+
 def check_pair(d1: Any, d2: Any, claim: Any, label: str = "the pair") -> float | None:
     """The neighbour check of a pair under ``claim``: for a privacy map, a finite distance at
     which the map gives a valid claim (returns the distance); else :func:`check_neighbours`
     (returns None). ``ValueError`` saying why otherwise."""
     if isinstance(claim, PrivacyMapClaim):
         return claim_at(claim, d1, d2, label)[1]
-    from dpharness.verifiers.neighbours import check_neighbours
-
     check_neighbours(d1, d2, claim)
     return None
 
@@ -411,8 +314,6 @@ def at_pair(mechanism: Any, d1: Any, d2: Any, *, check: bool = True, label: str 
         fixed, d = claim_at(claim, d1, d2, label)
         return AtPair(mechanism, fixed, d, claim.input_metric)
     if check:
-        from dpharness.verifiers.neighbours import check_neighbours
-
         check_neighbours(d1, d2, claim)
     return mechanism
 
@@ -429,42 +330,6 @@ def annotate(v: Verdict, mechanism: Any) -> Verdict:
     fields["neighbours"] = nb
     extra = {**v.extra, "d_in": mechanism.d_in, "input_metric": mechanism.input_metric}
     return replace(v, neighbours=nb, summary=summarize(fields), extra=extra)
-
-
-def pairs_for(mechanism: Any, generator: Any = "auto") -> list:
-    """:func:`verifiers.pairs_for`, with pairs checked against the privacy map for map claims:
-    a listed pair must be at a finite distance where the map is valid (``ValueError`` naming it);
-    a generated pair that is not is dropped and reported in ``skipped``."""
-    from dpharness.verifiers.neighbours import Pair, PairList
-    from dpharness.verifiers.neighbours import pairs_for as _pairs_for
-
-    claim = mechanism.claim
-    if not isinstance(claim, PrivacyMapClaim):
-        return _pairs_for(mechanism, generator)
-    if isinstance(generator, str):
-        gen = _pairs_for(mechanism, generator)
-        keep = PairList()
-        keep.skipped = list(getattr(gen, "skipped", []))
-        for p in gen:
-            try:
-                claim_at(claim, p.d1, p.d2, p.label or "a generated pair")
-            except ValueError as exc:
-                keep.skipped.append({"pair": p.label, "error": str(exc)[:300]})
-                continue
-            keep.append(p)
-        if not keep:
-            raise ValueError(f"no generated pair is at a finite {claim.input_metric} where the privacy map is valid; "
-                             f"first: {keep.skipped[0]['error'] if keep.skipped else 'none generated'}")
-        return keep
-    items = list(generator(mechanism)) if callable(generator) else list(generator)
-    out = []
-    for i, it in enumerate(items):
-        p = it if isinstance(it, Pair) else Pair(it[0], it[1], f"pair {i}")
-        claim_at(claim, p.d1, p.d2, f"pair {i}")
-        out.append(p)
-    if not out:
-        raise ValueError("generator produced no pairs")
-    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ An input domain serves two purposes:
 * legality -- under ``neighbours="local"`` (local DP) any two inputs *of the domain* are
   neighbours, so the domain is what the claim quantifies over; under every other relation a
   declared domain additionally requires both datasets to lie in it;
-* generation -- the pair generators (:mod:`verifiers.neighbours`) only build data inside it.
+* generation -- the pair generators (:mod:`verifiers.relations`) only build data inside it.
 
 What an element is depends on the relation: for the record relations (``add_remove``,
 ``replace_one``, ``privacy_unit``) it is one *record* (a scalar, or a row of a 2-D array /
@@ -34,6 +34,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from dpharness.verifiers.relations.records import value_key
+
 __all__ = ["InputDomain", "FiniteValues", "BitVectors", "Interval", "parse_domain", "DOMAIN_SPECS",
            "MAX_LOCAL_VALUES"]
 
@@ -44,31 +46,6 @@ DOMAIN_SPECS = ("a list or tuple of values", "{'values': [...]}", "{'bits': n}",
 #: Finite domains up to this many values get every pair of distinct values in the ``local``
 #: family; larger ones a spread subset of this many values (all their pairs: at most 190).
 MAX_LOCAL_VALUES = 20
-
-
-class _NaN:
-    """The one key every float NaN maps to (so that NaN values / cells compare equal)."""
-
-    def __repr__(self) -> str:
-        return "nan"
-
-
-NAN_KEY = _NaN()
-
-
-def value_key(x: Any) -> Any:
-    """A hashable key for one value or record: numpy scalars to Python, arrays/lists to tuples,
-    every float NaN to one shared key (``float('nan') != float('nan')`` would make each NaN
-    record distinct in a multiset)."""
-    if isinstance(x, np.ndarray):
-        x = x.item() if x.ndim == 0 else x.tolist()
-    elif isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, (list, tuple)):
-        return tuple(value_key(v) for v in x)
-    if isinstance(x, float) and x != x:
-        return NAN_KEY
-    return x
 
 
 @dataclass(frozen=True)

@@ -337,7 +337,7 @@ def check(aset: AuditSet) -> None:
     """Build every mechanism and check every pair; one :class:`ConfigError` listing every mistake."""
     from dpharness.verifiers import pairs_for
     from dpharness.verifiers.claims import check_pair
-    from dpharness.verifiers.neighbours import merge_swaps
+    from dpharness.verifiers.relations import merge_swaps
     from dpharness.adapters import MissingLibrary
     from dpharness.bench.peers import INSTALL_HINT, PeerUnavailable
 

@@ -16,7 +16,7 @@ import pytest
 
 from dpharness import verifiers as V
 from dpharness.mechanisms import NEIGHBOURS, PrivacyClaim
-from dpharness.verifiers import neighbours
+from dpharness.verifiers.relations.row_pairs import MAX_ROW_PAIRS
 from dpharness.verifiers.input_domains import BitVectors, FiniteValues, Interval, parse_domain
 
 AR = PrivacyClaim(1.0, neighbours="add_remove")
@@ -150,7 +150,7 @@ def _sum_col0(clip: bool):
 def test_row_records_generator():
     m = V.wrap(_sum_col0(True), epsilon=1.0, neighbours="add_remove", attributes={"lower": [0, 0, 0], "upper": [1, 1, 1]})
     pairs = V.pairs_for(m)
-    assert 10 <= len(pairs) <= neighbours.MAX_ROW_PAIRS
+    assert 10 <= len(pairs) <= MAX_ROW_PAIRS
     assert all(np.asarray(p.d1).ndim == 2 and np.asarray(p.d1).shape[1] == 3 for p in pairs)
     labels = " | ".join(p.label for p in pairs)
     for want in ("no records; add a row at the upper bounds", "add a row beyond the upper bounds", "remove the first row",
@@ -160,7 +160,7 @@ def test_row_records_generator():
                 attributes={"lower": [0, 0, 0], "upper": [1, 1, 1], "columns": ["a", "b", "c"]})
     rp = V.pairs_for(ro)
     assert rp and all(isinstance(p.d1, pd.DataFrame) and list(p.d2.columns) == ["a", "b", "c"] for p in rp)
-    assert len(rp) <= neighbours.MAX_ROW_PAIRS and any("replace middle row -> beyond" in p.label for p in rp)
+    assert len(rp) <= MAX_ROW_PAIRS and any("replace middle row -> beyond" in p.label for p in rp)
 
 
 class _FrameCount:
@@ -186,7 +186,7 @@ class _FrameCount:
 def test_dataframe_example_gives_dataframe_pairs(relation):
     m = _FrameCount(relation)
     pairs = V.pairs_for(m)
-    assert 10 <= len(pairs) <= neighbours.MAX_ROW_PAIRS and not pairs.skipped
+    assert 10 <= len(pairs) <= MAX_ROW_PAIRS and not pairs.skipped
     assert all(p.d2["age"].dtype == np.int64 and p.d2["income"].dtype == np.float64 for p in pairs)
     assert all(V.are_neighbours(p.d1, p.d2, m.claim) for p in pairs)
     # the example itself is a base: one of its 100 rows changed (replace_one) or one row added

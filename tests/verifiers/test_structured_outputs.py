@@ -102,7 +102,7 @@ def test_projection_one_hot_encodes_labels_carried_in_real_rows():
 
 
 def test_search_merges_swapped_pairs():
-    from dpharness.verifiers.neighbours import Pair, merge_swaps
+    from dpharness.verifiers.relations import Pair, merge_swaps
 
     x, y, z = np.zeros(3), np.ones(3), np.array([0.0, 0.0, 1.0])
     kept, merged = merge_swaps([Pair(x, y, "a"), Pair(y, x, "a swapped"), Pair(x, z, "b"), Pair(x, y, "a again")])

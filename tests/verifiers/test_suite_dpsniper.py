@@ -19,7 +19,7 @@ from scipy import stats
 from dpharness.verifiers.controls.suites import base as suite_base
 from dpharness.verifiers.controls import suites
 from dpharness.verifiers.controls.suites import dpsniper as ds
-from dpharness.verifiers.neighbours import check_neighbours
+from dpharness.verifiers.relations import check_neighbours
 
 ALPHA = 1e-4
 N = 20_000

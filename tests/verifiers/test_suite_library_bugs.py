@@ -21,7 +21,7 @@ from scipy import stats
 from dpharness import verifiers as V
 from dpharness.verifiers.controls.suites import library_bugs as lb
 from dpharness.verifiers.controls import suites
-from dpharness.verifiers.neighbours import check_neighbours
+from dpharness.verifiers.relations import check_neighbours
 
 ALPHA = 1e-4
 BUGS = ["float_sum_rounding", "float_laplace", "rr_bool", "gaussian_replace_one", "covariance_no_clip",

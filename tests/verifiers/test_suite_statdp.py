@@ -24,7 +24,7 @@ from scipy import integrate, stats
 from dpharness.mechanisms.selection_laws import laplace_rnm_log_prob, pf_log_prob
 from dpharness.verifiers.controls.suites import statdp as suite_statdp
 from dpharness.verifiers.controls import suites
-from dpharness.verifiers.neighbours import check_neighbours
+from dpharness.verifiers.relations import check_neighbours
 from dpharness.verifiers.controls.suites.base import SuiteEntry, entries
 
 NAMES = ["noisy_max_v1a", "noisy_max_v1b", "noisy_max_v2a", "noisy_max_v2b", "histogram", "histogram_eps",

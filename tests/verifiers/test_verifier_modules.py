@@ -1,5 +1,5 @@
 """The verifier's modules one by one (exact_canonical / exact_compare / exact_grids, the zoo's
-modules, statistical, search, verdict, wrap, neighbours), plus a check that every module of
+modules, statistical, search, verdict, wrap, relations), plus a check that every module of
 mechanisms/ and verifiers/ is imported by at least one test."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from dpharness.mechanisms.base import PrivacyClaim
 from dpharness.mechanisms.laws import GridRunsLaw, LocationScaleLaw, PiecewiseDensity
 from dpharness.mechanisms.selection_laws import laplace_rnm_log_prob, pf_log_prob
-from dpharness.verifiers import neighbours, verdict
+from dpharness.verifiers import relations, verdict
 from dpharness.verifiers.losses import canonical as exact_canonical
 from dpharness.verifiers.losses import compare as exact_compare
 from dpharness.verifiers.losses import grids as exact_grids
@@ -153,10 +153,10 @@ def test_verdict_row_and_format_data():
 
 
 def test_neighbour_families_generate_legal_pairs():
-    assert neighbours.FAMILIES == ("values", "bits", "scores", "records", "labels", "histograms", "units", "local")
+    assert relations.FAMILIES == ("values", "bits", "scores", "records", "labels", "histograms", "units", "local")
     m = zoo.make("duff_median")
-    pairs = neighbours.pairs_for(m, "records")
-    assert pairs and all(neighbours.are_neighbours(p.d1, p.d2, m.claim) for p in pairs)
+    pairs = relations.pairs_for(m, "records")
+    assert pairs and all(relations.are_neighbours(p.d1, p.d2, m.claim) for p in pairs)
 
 
 # -- every module is exercised by a test -----------------------------------------------------

@@ -402,7 +402,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         (epsilon, delta) claim: the bound at the claimed delta, equivalently a delta lower bound
         above the claimed delta).
     """
-    from dpharness.verifiers.neighbours import check_neighbours
+    from dpharness.verifiers.relations import check_neighbours
 
     check_auditable(mechanism)
     samples = check_samples(samples)

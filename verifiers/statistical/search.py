@@ -22,7 +22,7 @@ import numpy as np
 from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
 from dpharness.verifiers.claims import annotate, at_pair, pairs_for
-from dpharness.verifiers.neighbours import merge_swaps
+from dpharness.verifiers.relations import merge_swaps
 from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify, check_samples, check_selection,
                           check_sequential, is_finite, resolve_float_events, seed_of)
 from dpharness.verifiers.statistical.parallel import active, sample_draws, sample_draws_pair, sampling

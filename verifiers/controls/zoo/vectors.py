@@ -17,7 +17,7 @@ from scipy import special
 
 from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
 from dpharness.verifiers.events import Event
-from dpharness.verifiers.neighbours import unit_records
+from dpharness.verifiers.relations.privacy_unit import unit_records
 from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, _n, zoo_register
 
 __all__ = ["ZooNoisyHistogram", "ZooNoisyHistogramHalfNoise", "ZooUserCount", "ZooUserCountOneRecord",

@@ -1,0 +1,87 @@
+"""What the pair generators learn from a mechanism: whether it accepts a dataset, its example
+data, sensitivity and epsilon, declared input domain, query-vector lengths and record bounds."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpharness.verifiers.input_domains import Interval
+from dpharness.verifiers.relations.records import is_frame
+
+__all__ = ["accepts", "example_data", "unit", "domain_of", "lengths", "bounds"]
+
+
+def accepts(mechanism: Any, data: Any, failures: list | None = None, label: str = "") -> bool:
+    """Whether the mechanism takes ``data``: ValueError/TypeError/IndexError mean "not a dataset it
+    accepts" (dropped silently); any other exception is a failure on a generated input, dropped
+    and recorded in ``failures`` (reported by the search)."""
+    try:
+        mechanism.sample(data, size=1, rng=0)
+    except (ValueError, TypeError, IndexError):
+        return False
+    except Exception as exc:  # the mechanism is user code and may raise anything: record it, or re-raise
+        if failures is None:
+            raise
+        failures.append({"pair": label, "error": f"{type(exc).__name__}: {exc}"[:300]})
+        return False
+    return True
+
+
+def example_data(mechanism: Any) -> Any:
+    """The data of the mechanism's ``example()``, or None."""
+    ex = getattr(type(mechanism), "example", None)
+    if ex is None:
+        return None
+    try:
+        _, data = ex()
+    except Exception:  # an example is a convenience of user code, which may raise anything: none then
+        return None
+    return data
+
+
+def unit(mechanism: Any) -> tuple[float, float]:
+    """(sensitivity, default 1; epsilon) of the mechanism's claim."""
+    claim = mechanism.claim
+    sens = 1.0 if claim.sensitivity is None else float(claim.sensitivity)
+    return sens, float(claim.epsilon)
+
+
+def domain_of(mechanism: Any) -> Any:
+    """The mechanism's declared input domain (attribute, else its claim's), or None."""
+    dom = getattr(mechanism, "input_domain", None)
+    return dom if dom is not None else getattr(mechanism.claim, "input_domain", None)
+
+
+def lengths(mechanism: Any, preferred: tuple[int, ...]) -> list[int]:
+    """Query-vector lengths to generate: the declared ``length`` attribute, else the preferred
+    lengths the mechanism accepts, else the first other lengths it accepts (a black box built for
+    DP-Sniper's 10 queries takes nothing else)."""
+    length = getattr(mechanism, "length", None)
+    if length is not None:
+        return [int(length)]
+    ok = [k for k in preferred if accepts(mechanism, np.zeros(k), [])]
+    if ok:
+        return ok
+    return [k for k in (1, 2, 3, 4, 5, 10, 20, 50, 100) if accepts(mechanism, np.zeros(k), [])][:2]
+
+
+def bounds(mechanism: Any) -> tuple[float, float]:
+    """Scalar record bounds: the declared ``lower``/``upper``, else an interval input domain, else
+    the example data's range, else [0, 1]."""
+    lo, hi = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
+    if (lo is not None and hi is not None and np.ndim(lo) == 0 and np.ndim(hi) == 0
+            and math.isfinite(float(lo)) and math.isfinite(float(hi))):
+        return float(lo), float(hi)
+    dom = domain_of(mechanism)
+    if isinstance(dom, Interval):
+        return dom.lo, dom.hi
+    ex = example_data(mechanism)
+    if ex is not None and not is_frame(ex):
+        a = np.asarray(ex)
+        if a.ndim == 1 and a.size and np.issubdtype(a.dtype, np.number):
+            lo_, hi_ = float(np.min(a)), float(np.max(a))
+            return (lo_, hi_) if hi_ > lo_ else (lo_ - 1.0, lo_ + 1.0)
+    return 0.0, 1.0

@@ -1,0 +1,117 @@
+"""``score_linf``: score vectors of one shape, every entry moving by at most the sensitivity, in
+any direction (entries equal to -inf stay -inf); the ``scores`` generator, shared with
+``score_monotone``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpharness.verifiers.relations.base import Relation, sensitivity_of
+from dpharness.verifiers.relations.pairs import Pair
+from dpharness.verifiers.relations.probe import accepts, domain_of, example_data, lengths, unit
+
+
+def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.ndarray, str]]:
+    flat = base.reshape(-1)
+    k = flat.size
+    moves: list[tuple[np.ndarray, str]] = []
+    top = int(np.argmax(flat))
+    order = np.argsort(-flat, kind="stable")
+    second = int(order[1]) if k > 1 else top
+    up = np.full(k, s)
+    moves.append((up, "all up"))
+    e = np.zeros(k)
+    e[top] = s
+    moves.append((e, "leader up"))
+    if k > 1:
+        e = np.zeros(k)
+        e[second] = s
+        moves.append((e, "runner-up up"))
+        e = np.full(k, s)
+        e[top] = 0.0
+        moves.append((e, "all but leader up"))
+        if not monotone:
+            e = np.full(k, s)
+            e[top] = -s
+            moves.append((e, "leader down, others up"))
+            e = np.full(k, -s)
+            e[top] = s
+            moves.append((e, "leader up, others down"))
+            e = np.zeros(k)
+            e[top], e[second] = -s, s
+            moves.append((e, "top two converge"))
+        if k >= 4:
+            # half the queries up and half down (StatDP's "half half" / "X shape" patterns): what
+            # threshold mechanisms (sparse vector) are most sensitive to, since answers below and
+            # above the threshold then move to opposite sides of it
+            half = np.where(np.arange(k) < k // 2, s, 0.0 if monotone else -s)
+            moves.append((half, "first half up" if monotone else "first half up, rest down"))
+            if not monotone:
+                moves.append((-half, "first half down, rest up"))
+    return [((flat + m).reshape(base.shape), lab) for m, lab in moves]
+
+
+def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
+    """Bases with ties and with a leader ahead by 0, 1, 2, 4, 8 x sensitivity/epsilon, one
+    candidate far ahead, the example and its all-ties twin, each moved by the sensitivity in every
+    pattern the relation allows (one direction only when ``relation.monotone``)."""
+    monotone = bool(getattr(relation, "monotone", False))
+    sens, eps = unit(mechanism)
+    step = sens * max(1.0, 1.0 / eps)
+    gaps = [0.0, 1.0, 2.0, 4.0, 8.0]
+    bases: list[tuple[np.ndarray, str]] = []
+    ex = example_data(mechanism)
+    if ex is not None:
+        a = np.asarray(ex, dtype=np.float64)
+        if a.size and np.all(np.isfinite(a)):
+            bases.append((a, "example"))
+            if a.ndim >= 1 and a.size > 1:
+                bases.append((np.zeros_like(a), "example shape, ties"))
+    for k in lengths(mechanism, (2, 5)):
+        for g in gaps:
+            b = np.zeros(k)
+            b[0] = g * step
+            bases.append((b, f"k={k}, leader gap {g:g}*sens/eps" if g else f"k={k}, ties"))
+    for k in lengths(mechanism, (5,)):
+        if k > 1:
+            bases.append((np.concatenate([[0.0], np.full(k - 1, -8.0 * step)]), f"k={k}, one candidate far ahead"))
+    out: list[Pair] = []
+    dom = domain_of(mechanism)
+    for b, lab in bases:
+        if (dom is not None and not dom.contains(b)) or not accepts(mechanism, b):
+            continue
+        for d2, mv in _score_moves(b, sens, monotone):
+            out.append(Pair(b, d2, f"{lab}; {mv}"))
+    return out
+
+
+class ScoreLinf(Relation):
+    name = "score_linf"
+    family = "scores"
+    metric = "linf_distance"
+    generators = {"scores": score_pairs}
+    #: every entry moves in the same direction
+    monotone = False
+
+    def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:
+        sens, tol = sensitivity_of(claim)
+        a, b = np.asarray(d1, dtype=np.float64), np.asarray(d2, dtype=np.float64)
+        if a.shape != b.shape:
+            return f"score vectors must have the same shape, got {a.shape} and {b.shape}"
+        both_ninf = np.isneginf(a) & np.isneginf(b)
+        if np.any(np.isneginf(a) != np.isneginf(b)):
+            return "an entry is -inf in one dataset and finite in the other"
+        diff = np.where(both_ninf, 0.0, b - a)
+        if np.any(~np.isfinite(diff)):
+            return "score vectors must be finite (or -inf in both)"
+        worst = float(np.max(np.abs(diff))) if diff.size else 0.0
+        if worst > sens + tol:
+            return f"an entry moves by {worst:g}, more than the sensitivity {sens:g}"
+        if self.monotone and np.any(diff > tol) and np.any(diff < -tol):
+            return f"{self.name} neighbours must move every entry in the same direction"
+        return None
+
+
+RELATION = ScoreLinf()
