@@ -11,7 +11,7 @@ both are selected the intervals sit inside the real block, between the threshold
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -74,6 +74,10 @@ class AtMost(ValueEvent):
     def describe(self) -> str:
         return f"{{{self.var} <= {fmt(self.hi)}}}"
 
+    def probability(self, cdf: Callable[[np.ndarray], np.ndarray]) -> float:
+        """P[v in the event] under the law of v with this CDF."""
+        return float(cdf(np.array([self.hi]))[0])
+
 
 class AtLeast(ValueEvent):
     """{v >= lo}."""
@@ -85,6 +89,10 @@ class AtLeast(ValueEvent):
 
     def describe(self) -> str:
         return f"{{{self.var} >= {fmt(self.lo)}}}"
+
+    def probability(self, cdf: Callable[[np.ndarray], np.ndarray]) -> float:
+        """P[v in the event] under the law of v with this CDF (1 - P[v < lo])."""
+        return 1.0 - float(cdf(np.nextafter(np.array([self.lo]), -np.inf))[0])
 
 
 class Interval(ValueEvent):
@@ -121,6 +129,11 @@ class Atom(ValueEvent):
 
     def describe(self) -> str:
         return f"{{{self.var} == {fmt(self.lo)}}}"
+
+    def probability(self, cdf: Callable[[np.ndarray], np.ndarray]) -> float:
+        """P[v == lo] under the law of v with this CDF (its jump at lo)."""
+        t = np.array([self.lo])
+        return float(cdf(t)[0]) - float(cdf(np.nextafter(t, -np.inf))[0])
 
 
 class NoAnswer(ValueEvent):

@@ -36,7 +36,7 @@ import numpy as np
 
 from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
-from dpharness.verifiers.events import Candidates, Event, build_candidates, event_families, resolve_events
+from dpharness.verifiers.events import Candidates, Event, build_candidates, event_families, registry, resolve_events
 from dpharness.verifiers.events.families import FLOATS, check_events, check_float_events, mechanism_families
 from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
 from dpharness.verifiers.statistical.parallel import sample_count_pair, sample_draws_pair
@@ -139,15 +139,10 @@ def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: Any = "
     cand = build_candidates(y1, y2, finite, fams)
     if not len(cand):
         what = f"{'finite' if finite else 'real'} {'rows' if np.ndim(y1) >= 2 else 'outputs'}"
+        known = ", ".join(f"{f.name} ({'/'.join(f.laws)})" for f in registry())
         raise ValueError(f"events: the families {', '.join(sorted(fams))} give no candidate event for {what}; "
-                         f"add one that reads them (families: {', '.join(_families_doc())})")
+                         f"add one that reads them (families and the outputs they read: {known})")
     return cand
-
-
-def _families_doc() -> list[str]:
-    from dpharness.verifiers.events import registry
-
-    return [f"{f.name} ({'/'.join(f.laws)})" for f in registry()]
 
 
 def resolve_float_events(mechanism: Any, float_events: Any) -> bool:
