@@ -381,12 +381,8 @@ def audit_power(mechanism: Any, witness: Any, *, samples: int, alpha: float = 0.
         shrinks = possible_shrinks(n_sel, "real", None, int(atoms.size), intervals=False)
         slack = float(threshold_gap(2 * n_sel) + 1) if 2 * n_sel > THRESHOLD_CAP else 0.0
         w_atom = witness.event.kind == "atom"
-        ev = witness.event
-        wp = []
-        for F in (F1, F2):  # the witness event's probabilities, from the laws themselves
-            t = np.array([ev.lo if ev.kind in ("ge", "atom") else ev.hi])
-            below = float(F(np.nextafter(t, -np.inf))[0])
-            wp.append(float(F(t)[0]) if ev.kind == "le" else 1.0 - below if ev.kind == "ge" else float(F(t)[0]) - below)
+        # the witness event's probabilities, from the laws themselves (a threshold or an atom knows how)
+        wp = [witness.event.probability(F) for F in (F1, F2)]
         r1 = np.clip(np.concatenate(ref1 + [[wp[0]]]), 0, 1)
         r2 = np.clip(np.concatenate(ref2 + [[wp[1]]]), 0, 1)
         r_atom = np.zeros(r1.size, dtype=bool)

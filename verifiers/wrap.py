@@ -9,6 +9,7 @@ import numpy as np
 
 from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
 from dpharness.mechanisms.contracts import OUTPUT_KINDS, OutputKind
+from dpharness.verifiers.events import event_families
 from dpharness.verifiers.input_domains import parse_domain
 
 __all__ = ["wrap", "WrappedMechanism"]
@@ -32,6 +33,12 @@ class WrappedMechanism:
     float_events: bool = False
     #: True when ``wrap`` was given no ``neighbours`` and chose add_remove (said in pair errors).
     neighbours_defaulted: bool = False
+
+    @property
+    def event_families(self) -> frozenset[str]:
+        """The event families audits of this mechanism search by default (:mod:`verifiers.events`):
+        the named set "all", plus ``floats`` when ``float_events`` is True."""
+        return event_families("all", float_events=self.float_events)
 
     def __getattr__(self, item: str) -> Any:
         # Declared attributes (e.g. lower/upper bounds, candidates) for the pair generators.

@@ -1,41 +1,56 @@
 """The event objects the verifier certifies, and candidate lists with their selection counts.
 
 An :class:`Event` is a fixed set of outputs; a :class:`Candidates` list holds many of them (built
-lazily) with their counts on the selection draws. The families that build candidate lists live in
-the sibling modules: :mod:`.real` (thresholds, intervals, atoms), :mod:`.finite` (outputs and their
-unions), :mod:`.vector` (coordinates, answer patterns, learned scores) and :mod:`.floats` (the binary
-representation of released doubles).
+lazily) with their counts on the selection draws. Every kind of event is a subclass owned by the
+module of its family (:mod:`.real`, :mod:`.finite`, :mod:`.vector`, :mod:`.floats`, :mod:`.shape`)
+with its own ``contains`` and ``describe``; ``Event(kind, ...)`` builds the subclass registered for
+``kind``, so nothing here knows the kinds.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dpharness.verifiers.projection import Projection
 
-__all__ = ["Event", "Candidates", "concat", "KINDS"]
+__all__ = ["Event", "LabelEvent", "Candidates", "concat", "empty", "event_kinds", "event_class"]
 
-def _fmt(x: Any) -> str:
+#: kind -> the Event subclass that implements it (filled as the family modules define their classes).
+_CLASSES: dict[str, type[Event]] = {}
+
+
+def fmt(x: Any) -> str:
+    """A value as event descriptions show it (6 significant digits for floats)."""
     if isinstance(x, (float, np.floating)):
         return f"{float(x):.6g}"
     return repr(x.item() if hasattr(x, "item") else x)
 
 
-@dataclass(frozen=True)
+def event_kinds() -> tuple[str, ...]:
+    """Every registered event kind, in the order their classes were defined."""
+    return tuple(_CLASSES)
+
+
+def event_class(kind: str) -> type[Event]:
+    """The Event subclass of ``kind`` (``ValueError`` listing the kinds otherwise)."""
+    cls = _CLASSES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"event kind must be one of {', '.join(_CLASSES)}, got {kind!r}")
+    return cls
+
+
+@dataclass(frozen=True, repr=False)
 class Event:
     """A fixed set of outputs.
 
-    ``kind`` is one of ``"le"`` (v <= hi), ``"ge"`` (v >= lo), ``"interval"`` (lo <= v <= hi),
-    ``"outside"`` (v < lo or v > hi), ``"atom"`` (v == lo exactly), ``"set"`` (the output is one
-    of ``values``, for finite outputs of any type; for label rows each value is a row tuple),
-    ``"nan"`` (v is NaN: "no answer"), ``"pattern"`` (the row's NaN pattern is one of
-    ``values``, tuples of 0/1 with 1 = NaN) or ``"float"`` (the bit-pattern label of v is one of
-    ``values``: :func:`verifiers.events.bits.float_labels`) or ``"shape"`` (the output's shape,
-    sample axis removed, is one of ``values``: an output whose width depends on the dataset).
+    ``kind`` names the subclass that says what the set is, e.g. ``"le"`` (v <= hi), ``"ge"``
+    (v >= lo), ``"interval"``, ``"outside"``, ``"atom"``, ``"nan"`` (:mod:`.real`), ``"set"`` (the
+    output is one of ``values``: :mod:`.finite`), ``"pattern"`` (:mod:`.vector`), ``"float"``
+    (:mod:`.floats`), ``"shape"`` (:mod:`.shape`); :func:`event_kinds` lists them all.
 
     What ``v`` is: the output itself for scalar outputs; coordinate ``coord`` of the (flattened)
     row for vector outputs when ``coord >= 0``; the learned score ``projection.score(row)`` when
@@ -49,83 +64,58 @@ class Event:
     coord: int = -1
     projection: Projection | None = None
 
+    #: The kinds a subclass implements (registered when the subclass is defined).
+    kinds: ClassVar[tuple[str, ...]] = ()
+
+    def __new__(cls, kind: Any = None, *args: Any, **kwargs: Any) -> Event:
+        # Event("le", ...) is the subclass registered for "le"; no kind (unpickling) keeps cls
+        target = _CLASSES.get(kind, cls) if isinstance(kind, str) else cls
+        if not issubclass(target, cls):
+            raise ValueError(f"{cls.__name__} has kinds {', '.join(cls.kinds)}, got {kind!r}")
+        return object.__new__(target)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for k in cls.__dict__.get("kinds", ()):
+            if k in _CLASSES and _CLASSES[k].__qualname__ != cls.__qualname__:
+                raise ValueError(f"event kind {k!r} is already defined by {_CLASSES[k].__qualname__}")
+            _CLASSES[k] = cls
+
     def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise ValueError(f"event kind must be one of {', '.join(_KINDS)}, got {self.kind!r}")
+        event_class(self.kind)
+
+    def __repr__(self) -> str:
+        # one spelling for every kind, as the plain dataclass had it
+        return "Event(" + ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)) + ")"
+
+    def __str__(self) -> str:
+        s = self.describe()
+        return s if self.projection is None else f"{s}, s = {self.projection}"
 
     def contains(self, y: Any) -> np.ndarray:
         """Boolean mask: which outputs ``y`` are in the event (sample axis first; rows for vectors)."""
-        y = np.asarray(y)
-        if self.kind == "set":
-            if y.ndim >= 2:
-                return _rows_in(y.reshape(y.shape[0], -1), self.values)
-            return np.isin(y, np.asarray(self.values, dtype=y.dtype if y.dtype != object else None))
-        if self.kind == "pattern":
-            pat = np.isnan(y.reshape(y.shape[0], -1).astype(np.float64)).astype(np.int8)
-            return _rows_in(pat, self.values)
-        if self.kind == "shape":
-            return np.full(y.shape[0] if y.ndim else 1, tuple(y.shape[1:]) in self.values)
-        if self.kind == "float":
-            from dpharness.verifiers.events.bits import contains
+        raise NotImplementedError
 
-            return contains(self.values, y.reshape(y.shape[0], -1)[:, self.coord] if self.coord >= 0 else y)
-        if self.projection is not None:
-            v = self.projection.score(y)
-        elif self.coord >= 0:
-            v = y.reshape(y.shape[0], -1)[:, self.coord]
-        else:
-            v = y
-        yf = np.asarray(v).astype(np.float64)
-        if self.kind == "nan":
-            return np.isnan(yf)
-        if self.kind == "le":
-            return yf <= self.hi
-        if self.kind == "ge":
-            return yf >= self.lo
-        if self.kind == "interval":
-            return (yf >= self.lo) & (yf <= self.hi)
-        if self.kind == "outside":
-            return (yf < self.lo) | (yf > self.hi)
-        return yf == self.lo
+    def describe(self) -> str:
+        """The set in words and symbols, e.g. ``{y <= 0.5}``."""
+        raise NotImplementedError
 
     def count(self, y: Any) -> int:
         return int(np.count_nonzero(self.contains(y)))
 
-    def __str__(self) -> str:
-        v = "y" if self.coord < 0 else f"y[{self.coord}]"
-        if self.projection is not None:
-            v = "s(y)"
-        if self.kind == "le":
-            s = f"{{{v} <= {_fmt(self.hi)}}}"
-        elif self.kind == "ge":
-            s = f"{{{v} >= {_fmt(self.lo)}}}"
-        elif self.kind == "interval":
-            s = f"{{{_fmt(self.lo)} <= {v} <= {_fmt(self.hi)}}}"
-        elif self.kind == "outside":
-            s = f"{{{v} < {_fmt(self.lo)} or {v} > {_fmt(self.hi)}}}"
-        elif self.kind == "atom":
-            s = f"{{{v} == {_fmt(self.lo)}}}"
-        elif self.kind == "nan":
-            s = f"{{{v} is NaN (no answer)}}"
-        elif self.kind == "pattern":
-            pats = ", ".join("".join("-" if b else "x" for b in p) for p in self.values[:4])
-            more = f", ... ({len(self.values)} patterns)" if len(self.values) > 4 else ""
-            s = f"{{answer pattern of y in {{{pats}{more}}} (x answered, - no answer)}}"
-        elif self.kind == "shape":
-            shapes = " or ".join("a scalar" if not sh else f"a row of {int(np.prod(sh))} coordinates"
-                                 for sh in self.values)
-            s = f"{{y is {shapes}}}"
-        elif self.kind == "float":
-            from dpharness.verifiers.events.bits import describe_label
+    @classmethod
+    def at(cls, cand: Candidates, i: int) -> Event:
+        """Candidate ``i`` of a block whose events are bounds on a value (``lo``/``hi``)."""
+        return cls(str(cand.kinds[i]), lo=float(cand.lo[i]), hi=float(cand.hi[i]), coord=cand.coord,
+                   projection=cand.projection)
 
-            labs = "; ".join(describe_label(x) for x in self.values[:4])
-            more = f"; ... ({len(self.values)} bit patterns)" if len(self.values) > 4 else ""
-            s = f"{{bits of {v}: {labs}{more}}}"
-        else:
-            vals = ", ".join(_fmt(x) for x in self.values[:8])
-            more = f", ... ({len(self.values)} outputs)" if len(self.values) > 8 else ""
-            s = f"{{y in {{{vals}{more}}}}}"
-        return s if self.projection is None else f"{s}, s = {self.projection}"
+
+class LabelEvent(Event):
+    """An event given by the labels it holds (``values``), not by bounds on a value."""
+
+    @classmethod
+    def at(cls, cand: Candidates, i: int) -> Event:
+        return cls(str(cand.kinds[i]), values=cand.sets[i], coord=cand.coord)
 
 
 def _row_keys(*arrays: np.ndarray) -> list[np.ndarray] | None:
@@ -170,16 +160,17 @@ def _rows_in(rows: np.ndarray, values: tuple) -> np.ndarray:
 class Candidates:
     """Candidate events with their selection counts under D (``c1``) and D' (``c2``).
 
-    Event ``i`` is produced lazily by :meth:`event` (there can be thousands). A block of
-    candidates may be about one coordinate of vector outputs (``coord``) or about a learned score
-    (``projection``); :func:`concat` joins blocks (``parts``)."""
+    Event ``i`` is produced lazily by :meth:`event` (there can be thousands) from its kind
+    (``kinds[i]``, an event kind name) and the block's arrays. A block of candidates may be about
+    one coordinate of vector outputs (``coord``) or about a learned score (``projection``);
+    :func:`concat` joins blocks (``parts``)."""
 
     c1: np.ndarray
     c2: np.ndarray
-    kinds: np.ndarray  # index into _KINDS
+    kinds: np.ndarray  # the event kind of each candidate
     lo: np.ndarray
     hi: np.ndarray
-    sets: tuple = ()  # for finite unions: sets[i] is a tuple of outputs (kinds == set)
+    sets: tuple = ()  # for label events: sets[i] is a tuple of labels
     coord: int = -1
     projection: Projection | None = None
     parts: tuple = ()  # ((offset, Candidates), ...) when this is a concatenation
@@ -193,27 +184,33 @@ class Candidates:
             j = int(np.searchsorted(offsets, i, side="right")) - 1
             off, part = self.parts[j]
             return part.event(i - off)
-        kind = _KINDS[int(self.kinds[i])]
-        if kind in ("set", "pattern", "float", "shape"):
-            return Event(kind, values=self.sets[i], coord=self.coord)
-        return Event(kind, lo=float(self.lo[i]), hi=float(self.hi[i]), coord=self.coord, projection=self.projection)
+        return event_class(str(self.kinds[i])).at(self, i)
 
 
-KINDS = _KINDS = ("le", "ge", "interval", "outside", "atom", "set", "nan", "pattern", "float", "shape")
-_K = {k: i for i, k in enumerate(_KINDS)}
+def labelled(c1: Any, c2: Any, kind: str, sets: tuple, coord: int = -1) -> Candidates:
+    """A block of label events of one kind: candidate i holds the labels ``sets[i]``."""
+    c1 = np.asarray(c1, dtype=np.int64)
+    nan = np.full(c1.size, np.nan)
+    return Candidates(c1=c1, c2=np.asarray(c2, dtype=np.int64), kinds=np.full(c1.size, kind), lo=nan, hi=nan,
+                      sets=tuple(sets), coord=coord)
+
+
+def empty() -> Candidates:
+    """A candidate list with no candidates."""
+    z = np.zeros(0, dtype=np.int64)
+    return Candidates(c1=z, c2=z, kinds=np.zeros(0, dtype=str), lo=np.zeros(0), hi=np.zeros(0))
+
 
 def concat(blocks: list[Candidates]) -> Candidates:
     """One candidate list made of several blocks (event ``i`` comes from the block holding it)."""
     blocks = [b for b in blocks if len(b)]
     if not blocks:
-        z = np.zeros(0, dtype=np.int64)
-        return Candidates(c1=z, c2=z, kinds=z, lo=np.zeros(0), hi=np.zeros(0))
+        return empty()
     if len(blocks) == 1:
         return blocks[0]
     offsets = np.cumsum([0] + [len(b) for b in blocks[:-1]])
     c1 = np.concatenate([b.c1 for b in blocks]).astype(np.int64)
     c2 = np.concatenate([b.c2 for b in blocks]).astype(np.int64)
     nan = np.full(c1.size, np.nan)
-    return Candidates(c1=c1, c2=c2, kinds=np.zeros(c1.size, dtype=np.int64), lo=nan, hi=nan,
+    return Candidates(c1=c1, c2=c2, kinds=np.concatenate([b.kinds for b in blocks]), lo=nan, hi=nan,
                       parts=tuple((int(o), b) for o, b in zip(offsets, blocks)))
-

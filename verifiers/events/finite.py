@@ -1,16 +1,43 @@
 """Events on finite outputs: every output on its own and prefix unions of outputs ranked by their
-empirical ratio (both ways); label rows (2-D outputs) count each distinct row as one label."""
+empirical ratio (both ways); label rows (2-D outputs) count each distinct row as one label, and
+each coordinate's values on their own. The family ``finite``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from dpharness.verifiers.events.core import _K, Candidates, _row_keys
+from dpharness.verifiers.events.core import Candidates, LabelEvent, _row_keys, _rows_in, fmt, labelled
+from dpharness.verifiers.events.families import Draws, Family, register
 
-__all__ = ["finite_candidates", "set_candidates", "row_candidates", "UNION_CAP"]
+__all__ = ["finite_candidates", "set_candidates", "row_candidates", "UNION_CAP", "ROW_LABEL_CAP", "OutputSet",
+           "FINITE"]
 
 #: For finite outputs, unions are prefixes (by empirical ratio) of at most this many outputs.
 UNION_CAP = 256
+#: Label rows are counted as labels only while the selection draws hold at most this many
+#: distinct rows: beyond it (20-bit RAPPOR reports: up to 2^20 labels) single labels are seen a
+#: handful of times each, their thousands of candidates only dilute the selection, and the
+#: learned score on the row's coordinates takes over.
+ROW_LABEL_CAP = 2048
+
+
+class OutputSet(LabelEvent):
+    """{y in values}: the output is one of ``values`` (outputs of any type; row tuples for label rows)."""
+
+    kinds = ("set",)
+
+    def contains(self, y: Any) -> np.ndarray:
+        y = np.asarray(y)
+        if y.ndim >= 2:
+            return _rows_in(y.reshape(y.shape[0], -1), self.values)
+        return np.isin(y, np.asarray(self.values, dtype=y.dtype if y.dtype != object else None))
+
+    def describe(self) -> str:
+        vals = ", ".join(fmt(x) for x in self.values[:8])
+        more = f", ... ({len(self.values)} outputs)" if len(self.values) > 8 else ""
+        return f"{{y in {{{vals}{more}}}}}"
 
 
 def set_candidates(n1: np.ndarray, n2: np.ndarray, labels: list, kind: str = "set", coord: int = -1) -> Candidates:
@@ -29,11 +56,7 @@ def set_candidates(n1: np.ndarray, n2: np.ndarray, labels: list, kind: str = "se
             c2.append(np.cumsum(n2[order])[1:])
             vl = [labels[int(i)] for i in order]
             sets.extend(tuple(vl[: j + 1]) for j in range(1, order.size))
-    c1a = np.concatenate(c1).astype(np.int64)
-    c2a = np.concatenate(c2).astype(np.int64)
-    nan = np.full(c1a.size, np.nan)
-    return Candidates(c1=c1a, c2=c2a, kinds=np.full(c1a.size, _K[kind]), lo=nan, hi=nan, sets=tuple(sets),
-                      coord=coord)
+    return labelled(np.concatenate(c1), np.concatenate(c2), kind, tuple(sets), coord=coord)
 
 
 def finite_candidates(y1: np.ndarray, y2: np.ndarray) -> Candidates:
@@ -78,3 +101,33 @@ def row_candidates(r1: np.ndarray, r2: np.ndarray, kind: str, cap: int | None = 
     n2 = np.bincount(inv[len(r1):], minlength=k)
     return set_candidates(n1, n2, labels, kind=kind)
 
+
+def single_values(c: Candidates, coord: int) -> Candidates:
+    """The single-value events of a finite candidate list, for one coordinate of label rows
+    (stored as atoms on that coordinate, so the event reads the coordinate, not the row)."""
+    k = sum(1 for st in c.sets if len(st) == 1)
+    vals = np.array([float(st[0]) for st in c.sets[:k]]) if k else np.zeros(0)
+    return Candidates(c1=c.c1[:k], c2=c.c2[:k], kinds=np.full(k, "atom"), lo=vals, hi=vals, coord=coord)
+
+
+class Finite(Family):
+    """Every output (or label row) on its own and prefix unions ranked by their empirical ratio;
+    on numeric label rows also every coordinate's single values."""
+
+    name = "finite"
+    order = 20
+    laws = ("finite",)
+    presets = ("all", "thresholds")
+
+    def candidates(self, d: Draws) -> list[Candidates]:
+        if not d.rows:
+            return [finite_candidates(d.y1, d.y2)]
+        r1, r2 = d.flat
+        rows = row_candidates(r1, r2, "set", cap=ROW_LABEL_CAP if d.numeric else None)
+        out = [] if rows is None else [rows]
+        if d.width > 1 and d.numeric:
+            out.extend(single_values(finite_candidates(r1[:, j], r2[:, j]), j) for j in range(d.width))
+        return out
+
+
+FINITE = register(Finite())

@@ -34,16 +34,35 @@ from typing import Any
 
 import numpy as np
 
+from dpharness.verifiers.events import bits
 from dpharness.verifiers.events.bits import float_labels, label_keys
-from dpharness.verifiers.events.core import Candidates, concat
+from dpharness.verifiers.events.core import Candidates, LabelEvent, concat
+from dpharness.verifiers.events.families import Draws, Family, register
 from dpharness.verifiers.events.finite import set_candidates
 
-__all__ = ["float_candidates", "float_labels", "FLOAT_VECTOR_WIDTH"]
+__all__ = ["float_candidates", "float_labels", "FLOAT_VECTOR_WIDTH", "BitPattern", "FLOAT_FAMILY"]
 
 #: Rows of at most this many coordinates get bit-pattern events per coordinate (each coordinate's
 #: labels are candidates of their own; about 1,100 candidates and 20 ms per coordinate at 10^5
 #: draws). Parameter vectors of released models are this narrow; wider rows get none.
 FLOAT_VECTOR_WIDTH = 64
+
+
+class BitPattern(LabelEvent):
+    """The bit-pattern label of v (the output, or coordinate ``coord`` of rows) is one of ``values``:
+    ``(sign, binade, low)`` labels or lattice labels ``(sign, low)`` (:func:`float_labels`)."""
+
+    kinds = ("float",)
+
+    def contains(self, y: Any) -> np.ndarray:
+        y = np.asarray(y)
+        return bits.contains(self.values, y.reshape(y.shape[0], -1)[:, self.coord] if self.coord >= 0 else y)
+
+    def describe(self) -> str:
+        v = "y" if self.coord < 0 else f"y[{self.coord}]"
+        labs = "; ".join(bits.describe_label(x) for x in self.values[:4])
+        more = f"; ... ({len(self.values)} bit patterns)" if len(self.values) > 4 else ""
+        return f"{{bits of {v}: {labs}{more}}}"
 
 
 def _label_block(l1: np.ndarray, l2: np.ndarray, coord: int) -> Candidates:
@@ -74,3 +93,21 @@ def float_candidates(y1: Any, y2: Any, coord: int = -1) -> Candidates:
     return concat([full, lattice])
 
 
+class Floats(Family):
+    """Opt-in (``float_events=True``, on by default for library adapters): the bit-pattern labels of
+    real outputs, and of every coordinate of float rows of at most :data:`FLOAT_VECTOR_WIDTH`."""
+
+    name = "floats"
+    order = 40
+    laws = ("real",)
+    presets = ()
+
+    def candidates(self, d: Draws) -> list[Candidates]:
+        if not d.rows:
+            return [float_candidates(d.y1, d.y2)]
+        if np.asarray(d.y1).dtype.kind != "f" or d.width > FLOAT_VECTOR_WIDTH:
+            return []
+        return [float_candidates(d.y1, d.y2, coord=j) for j in range(d.width)]
+
+
+FLOAT_FAMILY = register(Floats())

@@ -36,16 +36,15 @@ import numpy as np
 
 from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
-from dpharness.verifiers.events import FLOAT_VECTOR_WIDTH, Candidates, Event, concat, finite_candidates, float_candidates, vector_candidates
-from dpharness.verifiers.events.real import real_with_nan
-from dpharness.verifiers.events.core import _K
+from dpharness.verifiers.events import Candidates, Event, build_candidates, event_families, registry, resolve_events
+from dpharness.verifiers.events.families import FLOATS, check_events, check_float_events, mechanism_families
 from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
 from dpharness.verifiers.statistical.parallel import sample_count_pair, sample_draws_pair
 from dpharness.verifiers.verdict import Verdict, Witness, summarize
 
 __all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
-           "best_choice", "certify", "resolve_float_events", "candidates_for", "detectable_epsilon", "check_samples", "check_selection", "count_draws",
-           "CHUNK_BYTES"]
+           "best_choice", "certify", "resolve_float_events", "resolve_events", "candidates_for", "detectable_epsilon",
+           "check_samples", "check_selection", "count_draws", "CHUNK_BYTES"]
 
 #: Fraction of the per-dataset samples used to select the witness (the rest certify it).
 DEFAULT_SELECTION = 0.3
@@ -124,56 +123,37 @@ class Choice:
     shrink: float = 0.1
 
 
-EVENT_SETS = ("all", "thresholds")
 #: A support event (never seen under the denominator in selection) may score this much below the
 #: best support event when it needs fewer hits to get there (:func:`best_choice`).
 SUPPORT_SLACK = 0.05
 
 
-def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: str = "all",
-                   float_events: bool = False) -> Candidates:
-    """Candidate events from the selection draws: scalar outputs as before, rows (2-D draws) by
-    :func:`verifiers.events.vector_candidates`; with ``float_events``, also the bit-pattern events
-    of real outputs (:mod:`verifiers.events.floats`; per coordinate for rows of at most
-    :data:`verifiers.events.FLOAT_VECTOR_WIDTH` coordinates).
-
-    Outputs whose shape differs between the datasets (a release whose width depends on the data)
-    leave one candidate per shape: "the output has this shape", seen under one dataset only -- a
-    support violation with the two shapes as the witness."""
-    sh1, sh2 = tuple(np.shape(y1)[1:]), tuple(np.shape(y2)[1:])
-    if sh1 != sh2:
-        n1, n2 = int(np.shape(y1)[0]), int(np.shape(y2)[0])
-        nan = np.full(2, np.nan)
-        return Candidates(c1=np.array([n1, 0]), c2=np.array([0, n2]), kinds=np.full(2, _K["shape"]), lo=nan,
-                          hi=nan, sets=((sh1,), (sh2,)))
-    if np.ndim(y1) >= 2:
-        cand = vector_candidates(y1, y2, finite, events)
-        if float_events and not finite and np.asarray(y1).dtype.kind == "f":
-            d = int(np.prod(np.shape(y1)[1:]))
-            if d <= FLOAT_VECTOR_WIDTH:
-                cand = concat([cand] + [float_candidates(y1, y2, coord=j) for j in range(d)])
-        return cand
-    if finite:
-        return finite_candidates(y1, y2)
-    cand = concat(real_with_nan(y1, y2, intervals=(events == "all")))
-    if float_events:
-        cand = concat([cand, float_candidates(y1, y2)])
+def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: Any = "all",
+                   float_events: bool | None = None) -> Candidates:
+    """Candidate events from the selection draws: those of every family in ``events`` (a set of
+    family names, or anything :func:`verifiers.events.event_families` reads, with ``float_events``
+    True/False switching the ``floats`` family on/off), in the families' order
+    (:func:`verifiers.events.build_candidates`). ``ValueError`` naming ``events`` when those
+    families have no candidate for these outputs."""
+    fams = event_families(events, float_events)
+    cand = build_candidates(y1, y2, finite, fams)
+    if not len(cand):
+        what = f"{'finite' if finite else 'real'} {'rows' if np.ndim(y1) >= 2 else 'outputs'}"
+        known = ", ".join(f"{f.name} ({'/'.join(f.laws)})" for f in registry())
+        raise ValueError(f"events: the families {', '.join(sorted(fams))} give no candidate event for {what}; "
+                         f"add one that reads them (families and the outputs they read: {known})")
     return cand
 
 
 def resolve_float_events(mechanism: Any, float_events: Any) -> bool:
     """The ``float_events`` setting of an audit: True/False as given, or None for the mechanism's
-    own default (its ``float_events`` attribute: on for library adapters, off otherwise)."""
-    if float_events is None:
-        own = getattr(mechanism, "float_events", False)
-        return bool(own) if isinstance(own, (bool, np.bool_)) else False
-    if not isinstance(float_events, (bool, np.bool_)):
-        raise TypeError(f"float_events must be True, False or None (the mechanism's default), got {float_events!r}")
-    return bool(float_events)
+    own default (the ``floats`` family in its default set: on for library adapters, off otherwise)."""
+    fl = check_float_events(float_events)
+    return FLOATS in mechanism_families(mechanism) if fl is None else fl
 
 
 def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float,
-                delta: float = 0.0, events: str = "all", float_events: bool = False,
+                delta: float = 0.0, events: Any = "all", float_events: bool | None = None,
                 epsilon: float | None = None) -> Choice:
     """Maximise :func:`selection_score` over every candidate event and both directions.
 
@@ -345,7 +325,7 @@ def check_selection(selection: Any, name: str = "selection") -> float:
 
 def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05, rng: Any = None,
           event: Event | None = None, direction: str | None = None,
-          selection: float = DEFAULT_SELECTION, events: str = "all", check_pair: bool = True,
+          selection: float = DEFAULT_SELECTION, events: Any = None, check_pair: bool = True,
           sequential: bool = False, float_events: bool | None = None, jobs: int | None = None,
           backend: str | None = None, scheduler: str | None = None) -> Verdict:
     """Certified lower bound on the privacy loss of ``mechanism`` between ``d1`` and ``d2``.
@@ -374,10 +354,15 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     selection
         Fraction of the samples used for selection (ignored when ``event`` is given).
     events
-        Candidate events for real outputs: ``"all"`` (thresholds, atoms, intervals and their
-        complements) or ``"thresholds"`` (thresholds and atoms only: fewer candidates, and the
-        family :func:`verifiers.power.audit_power` can analyse). Finite outputs always use every
-        output and unions.
+        The event families searched (:mod:`verifiers.events`): a family name (``"real"``,
+        ``"intervals"``, ``"finite"``, ``"vector"``, ``"floats"``, ...) or a set of them, or a named
+        set: ``"all"`` (every family but the opt-in ones: thresholds, atoms, intervals and their
+        complements for real outputs, every output and unions for finite ones, patterns and learned
+        scores for rows) or ``"thresholds"`` (``"all"`` without ``"intervals"``: fewer candidates,
+        and what :func:`verifiers.power.audit_power` can analyse); a named set also keeps the
+        mechanism's own opt-in families (``floats`` for library adapters). None (default): the
+        mechanism's own set (its ``event_families``: ``"all"``, plus ``floats`` when its
+        ``float_events`` is True).
     sequential
         Anytime-valid audit (:mod:`verifiers.sequential`): draw in growing batches, at most
         ``samples`` per dataset, and stop as soon as a violation is certified (``Verdict.extra``
@@ -385,8 +370,9 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     float_events
         Also search events on the binary representation of real outputs (the lattice 2^k Z their
         lowest set bit puts them in, per binade and sign: :mod:`verifiers.events.floats`), which
-        catch floating-point leaks no event on the real value can see. None (default): the
-        mechanism's own ``float_events`` attribute (True for library adapters, else False).
+        catch floating-point leaks no event on the real value can see: True adds the ``floats``
+        family to ``events``, False removes it. None (default): as ``events`` says (by default the
+        mechanism's own ``float_events`` attribute: True for library adapters, else False).
     jobs, backend, scheduler
         Draw the samples on ``jobs`` workers (-1: every core) of ``backend`` (``"loky"`` processes,
         the default; ``"threading"``; ``"dask"``, a local cluster or the one at ``scheduler``):
@@ -407,8 +393,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     check_auditable(mechanism)
     samples = check_samples(samples)
     alpha = bounds.check_alpha(alpha)
-    if not isinstance(events, str) or events not in EVENT_SETS:
-        raise ValueError(f"events must be one of {', '.join(map(repr, EVENT_SETS))}, got {events!r}")
+    check_events(events)
     check_selection(selection)
     if direction is not None and (not isinstance(direction, str) or direction not in DIRECTIONS):
         raise ValueError(f"direction must be one of {', '.join(map(repr, DIRECTIONS))} or None (both), got {direction!r}")
@@ -439,12 +424,12 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
                                  "declare the relation your mechanism is calibrated for, e.g. neighbours='value')"
                                  ) from None
             raise
-    fl = resolve_float_events(mechanism, float_events)
+    fams = resolve_events(mechanism, events, float_events)
     seed = seed_of(rng)
     dl_c = float(mechanism.claim.delta)
     if check_sequential(sequential):
-        return SEQUENTIAL["audit"](mechanism, d1, d2, samples=samples, alpha=alpha, seed=seed, events=events,
-                                   event=event, direction=direction, float_events=fl)
+        return SEQUENTIAL["audit"](mechanism, d1, d2, samples=samples, alpha=alpha, seed=seed, events=fams,
+                                   event=event, direction=direction)
     if event is not None:
         if direction is not None:
             a1, a2 = (alpha, 0.0) if dl_c == 0.0 else (alpha / 2, alpha / 2)
@@ -463,8 +448,8 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         raise ValueError(f"samples={samples} leaves no certification draws at selection={selection}")
     finite = is_finite(mechanism)
     y1, y2 = sample_draws_pair(mechanism, d1, d2, n_sel, seed, (0, SELECT, 0), (0, SELECT, 1))
-    ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=events,
-                     float_events=fl, epsilon=float(mechanism.claim.epsilon))
+    ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
+                     epsilon=float(mechanism.claim.epsilon))
     a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)
     return certify(mechanism, d1, d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=n_cert,
                    alpha1=a1, alpha2=a2, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, alpha=alpha)

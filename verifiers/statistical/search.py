@@ -24,7 +24,7 @@ from dpharness.verifiers import bounds
 from dpharness.verifiers.claims import annotate, at_pair, pairs_for
 from dpharness.verifiers.relations import merge_swaps
 from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify, check_samples, check_selection,
-                          check_sequential, is_finite, resolve_float_events, seed_of)
+                          check_sequential, is_finite, resolve_events, seed_of)
 from dpharness.verifiers.statistical.parallel import active, sample_draws, sample_draws_pair, sampling
 from dpharness.verifiers.verdict import Verdict
 
@@ -37,7 +37,7 @@ DEFAULT_SEARCH_SELECTION = 0.4
 def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float = 0.05, rng: Any = None,
            selection: float = DEFAULT_SEARCH_SELECTION, sequential: bool = False,
            float_events: bool | None = None, jobs: int | None = None, backend: str | None = None,
-           scheduler: str | None = None) -> Verdict:
+           scheduler: str | None = None, events: Any = None) -> Verdict:
     """Search neighbouring pairs for a privacy violation and certify the best witness.
 
     Parameters
@@ -66,7 +66,9 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
         audit stops as soon as a violation is certified.
     float_events
         Also search events on the bit patterns of real outputs (see :func:`verifiers.audit`);
-        None: the mechanism's own default.
+        None: as ``events`` says.
+    events
+        The event families searched, as in :func:`verifiers.audit` (None: the mechanism's own set).
     jobs, backend, scheduler
         Draw on several workers, bit-identically for any number of them (see :func:`verifiers.audit`).
 
@@ -80,11 +82,11 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     alpha = bounds.check_alpha(alpha)
     check_selection(selection)
     sequential = check_sequential(sequential)
-    fl = resolve_float_events(mechanism, float_events)
+    fams = resolve_events(mechanism, events, float_events)
     if jobs is not None or backend is not None or scheduler is not None:
         with sampling(jobs, backend, scheduler):
             return search(mechanism, generator=generator, budget=budget, alpha=alpha, rng=rng, selection=selection,
-                          sequential=sequential, float_events=float_events)
+                          sequential=sequential, events=fams)
     listed = pairs_for(mechanism, generator)
     skipped: list[dict] = list(getattr(listed, "skipped", []))
     # (d1, d2) and (d2, d1) are one test (every event is scored in both directions): search it once
@@ -140,7 +142,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 alive.remove(j)
                 continue
             choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                     alpha=alpha, delta=float(held[j].claim.delta), float_events=fl,
+                                     alpha=alpha, delta=float(held[j].claim.delta), events=fams,
                                      epsilon=float(held[j].claim.epsilon))
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
@@ -159,7 +161,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     if sequential:  # fixed batch sizes: exactly n_cert per dataset at most, no Poisson margin needed
         v = annotate(SEQUENTIAL["certify"](mech, p.d1, p.d2, pool1=ys[best][0], pool2=ys[best][1], budget=n_cert,
                                alpha=alpha, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P,
-                               label=p.label, float_events=fl), mech)
+                               label=p.label, events=fams), mech)
         _report(v, skipped, merged)
         return v
     v = annotate(certify(mech, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,
