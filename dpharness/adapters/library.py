@@ -19,7 +19,7 @@ from dpharness.adapters.common import MissingLibrary
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
     from dpharness.verifiers.wrap import WrappedMechanism
 
-__all__ = ["Library", "Target", "TargetError"]
+__all__ = ["Library", "Target", "TargetError", "did_you_mean", "keywords"]
 
 
 def _never(obj: Any) -> bool:
