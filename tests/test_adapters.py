@@ -352,14 +352,14 @@ def test_diffprivlib_model_releases_its_parameter_vector():
 
 
 def test_missing_library_says_how_to_install(monkeypatch):
-    real = A.importlib.import_module
+    real = importlib.import_module
 
     def fake(name, *a, **k):
         if name.split(".")[0] in ("diffprivlib", "opendp", "pydp"):
             raise ImportError(f"No module named {name!r}")
         return real(name, *a, **k)
 
-    monkeypatch.setattr(A.importlib, "import_module", fake)
+    monkeypatch.setattr(importlib, "import_module", fake)
     with pytest.raises(ImportError, match=r"pip install 'dpharness\[peers\]'") as info:
         A.diffprivlib_tool("mean", epsilon=1.0)
     assert isinstance(info.value, A.MissingLibrary)

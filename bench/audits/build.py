@@ -20,9 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
-import re
 import sys
-import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -138,7 +136,7 @@ def build_callable(spec: dict, paths: Sequence[str] = ()) -> Any:
         if takes_none:  # a zero-argument factory of a mechanism
             try:
                 made = obj()
-            except Exception as exc:
+            except Exception as exc:  # the user's factory may raise anything
                 raise CallableError(f"calling {target}() to make the mechanism raised {type(exc).__name__}: "
                                     f"{exc}") from None
             if not _is_mechanism(made):
@@ -166,83 +164,18 @@ def build_callable(spec: dict, paths: Sequence[str] = ()) -> Any:
     return verifiers.wrap(obj, **kw)
 
 
-def _keywords(fn: Any) -> list[str]:
-    """The keyword arguments ``fn`` names (a class: its constructor's), or [] if it cannot tell."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return []
-    return [n for n, p in sig.parameters.items()
-            if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-
 def build_library(spec: dict) -> Any:
     """The mechanism of ``{library: "pkg.mod:Name", params: {...}, adapter: {...}}`` (see
-    :mod:`bench.audits.spec`): the library's class or function built with ``params`` and adapted
-    by :mod:`dpharness.adapters` with the ``adapter`` options. Raises :class:`CallableError`
-    (key ``library``, ``params`` or ``adapter``); a library that is not installed raises
+    :mod:`bench.audits.spec`), built by :func:`dpharness.adapters.from_target`. Raises
+    :class:`CallableError` (key ``library``, ``params``, ``adapter`` or ``params.NAME`` /
+    ``adapter.NAME``: the adapters' field at fault); a library that is not installed raises
     :class:`dpharness.adapters.MissingLibrary`."""
     from dpharness import adapters as A
 
-    target, params, options = spec["library"], dict(spec.get("params") or {}), dict(spec.get("adapter") or {})
-    root = target.split(".", 1)[0].split(":", 1)[0]
-    dist = {"pydp": "python-dp"}.get(root, root)
-    A.require(target.split(":", 1)[0], dist)  # MissingLibrary (the peers extra) before anything else
     try:
-        obj = resolve_callable(target)
-    except CallableError as exc:
-        raise CallableError(str(exc), key="library") from None
-
-    def call(what: str, fn: Any, *args: Any, **kw: Any) -> Any:
-        try:
-            with warnings.catch_warnings():  # the libraries warn per call (e.g. PrivacyLeakWarning): not ours
-                warnings.simplefilter("ignore")
-                return fn(*args, **kw)
-        except A.MissingLibrary:
-            raise
-        except TypeError as exc:
-            bad = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
-            if bad and bad.group(1) in kw:  # a name the callee does not take: the user's key at fault
-                name = bad.group(1)
-                group = "adapter" if name in options else "params"
-                takes = _keywords(fn)[len(args):]  # an adapter's first parameter is the object passed in
-                raise CallableError(f"is not an argument of {what}{did_you_mean(name, takes)}; accepted: "
-                                    f"{', '.join(takes) or '?'}", key=f"{group}.{name}") from None
-            raise CallableError(f"{what} raised TypeError: {str(exc).splitlines()[0]}",
-                                key="params" if what == target else "adapter") from None
-        except Exception as exc:  # ValueError, and the library's own (OpenDP raises OpenDPException)
-            why = getattr(exc, "message", None) or str(exc).strip() or repr(exc)
-            raise CallableError(f"{what} raised {type(exc).__name__}: {str(why).strip().splitlines()[0]}",
-                                key="params") from None
-
-    if root == "opendp":
-        if not callable(obj):
-            raise CallableError(f"{target} is not an OpenDP constructor (a function returning a Measurement)",
-                                key="library")
-        try:
-            from opendp.mod import enable_features
-
-            enable_features("contrib")
-        except ImportError:
-            pass
-        made = call(target, obj, **params)
-        return call("dpharness.adapters.opendp", A.opendp, made, **options)
-    if root == "pydp":
-        return call("dpharness.adapters.pydp", A.pydp, obj, **params, **options)
-    # YAML has no tuples, and diffprivlib wants its bounds/ranges as (min, max) tuples
-    params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
-    if isinstance(obj, type):  # diffprivlib mechanism or estimator
-        made = call(target, obj, **params)
-        if hasattr(made, "fit") and hasattr(made, "get_params"):
-            return call("dpharness.adapters.diffprivlib_model", A.diffprivlib_model, made, **options)
-        return call("dpharness.adapters.diffprivlib_mechanism", A.diffprivlib_mechanism, made, **options)
-    if callable(obj) and getattr(obj, "__module__", "").startswith("diffprivlib.tools"):
-        if "epsilon" not in params:
-            raise CallableError(f"{target} is a diffprivlib tool: give epsilon: (and its other arguments, e.g. "
-                                "bounds:) under params:", key="params")
-        return call("dpharness.adapters.diffprivlib_tool", A.diffprivlib_tool, obj, **params, **options)
-    raise CallableError(f"{target} is neither a class of diffprivlib (mechanism or estimator) nor a function of "
-                        "diffprivlib.tools", key="library")
+        return A.from_target(spec["library"], spec.get("params") or {}, spec.get("adapter") or {})
+    except A.TargetError as exc:
+        raise CallableError(str(exc), key=exc.field) from None
 
 
 class MissingExtraError(ConfigError):

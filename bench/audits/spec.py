@@ -110,6 +110,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from dpharness.adapters import TARGET_ROOTS
+
 from dpharness.bench.config import ConfigError, Ctx
 
 __all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT", "errors_at_once",
@@ -129,7 +131,7 @@ MECHANISM_KINDS = ("zoo", "registry", "peer", "suite", "callable", "library")
 #: Keys of ``mechanism: {library: ...}``, and the libraries whose objects it builds (top-level
 #: module names; python-dp's is ``pydp``).
 LIBRARY_KEYS = ("library", "params", "adapter")
-LIBRARIES = ("opendp", "diffprivlib", "pydp")
+LIBRARIES = TARGET_ROOTS  # the adapters' one table of libraries (dpharness.adapters.LIBRARIES)
 #: Keys of ``mechanism: {callable: ...}`` besides ``callable``: the claim and options of
 #: :func:`verifiers.wrap` (``input_domain``, ``privacy_map``, ``input_metric`` are passed on only
 #: where the installed ``wrap`` accepts them; :func:`bench.audits.build.check` says so otherwise).

@@ -10,17 +10,19 @@ performance benchmark (``dpharness bench``) and audits (``peer:`` mechanisms of 
 
 Each adapter builds a peer mechanism exactly one way (calls and conventions in docs/peer-libraries.md), so
 what ``dpharness bench`` times is what ``dpharness audit`` audits. Nothing is imported at module
-level: a library is imported when a peer is built; when it is missing or broken the benchmark gets
-a :class:`Skipped` (reason + install hint) and an audit gets :class:`PeerUnavailable`.
+level: a library is imported when a peer is built (by :func:`require`, through the adapters' one
+import helper); when it is missing or broken the benchmark gets a :class:`Skipped` (reason + install
+hint) and an audit gets :class:`PeerUnavailable` (a :class:`dpharness.adapters.MissingLibrary`).
 :func:`missing_summary` turns many skips into one line, so "not installed" is said once.
 """
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from importlib import metadata
 from typing import Any, Callable, Iterable
+
+from dpharness import adapters
+from dpharness.adapters.common import MissingLibrary, import_note
 
 from dpharness.bench.peers._common import INSTALL_HINT, PEER_PACKAGES, PeerImpl, PeerSampler, PeerUnavailable, Skipped
 
@@ -64,29 +66,21 @@ def peer_versions() -> dict[str, str | None]:
     return {dist: _version(dist) for dist in PEER_PACKAGES}
 
 
-def _import(module: str, dist: str) -> tuple[Any, str | None]:
-    """Import ``module`` quietly; return ``(module, None)`` or ``(None, reason)``."""
-    try:
-        with warnings.catch_warnings():
-            # Peers may emit Deprecation/Future warnings on import; the test suite runs with
-            # warnings as errors, and a peer's own warnings are not ours to fix.
-            warnings.simplefilter("ignore")
-            return importlib.import_module(module), None
-    except ImportError as exc:
-        if _version(dist) is None:
-            return None, f"{dist} is not installed ({exc}); {INSTALL_HINT}"
-        hint = " (diffprivlib 0.6.6 needs scikit-learn<1.9)" if dist == "diffprivlib" else ""
-        return None, f"{dist} {_version(dist)} is installed but fails to import: {exc}{hint}; {INSTALL_HINT}"
-    except Exception as exc:  # a broken peer must not stop the benchmark
-        return None, f"{dist} fails to import: {type(exc).__name__}: {exc}; {INSTALL_HINT}"
-
-
 def require(module: str, dist: str) -> Any:
-    """Import ``module`` of distribution ``dist``, or raise :class:`PeerUnavailable` saying why."""
-    mod, why = _import(module, dist)
-    if mod is None:
-        raise PeerUnavailable(why or f"{dist} is not usable; {INSTALL_HINT}")
-    return mod
+    """Import ``module`` of distribution ``dist`` through :func:`dpharness.adapters.require` (the one
+    import helper), or raise :class:`PeerUnavailable` saying why: not installed, installed but
+    failing to import, or broken."""
+    try:
+        return adapters.require(module, dist)
+    except MissingLibrary as exc:
+        cause = exc.__cause__  # the import's own ImportError
+        if _version(dist) is None:
+            why = f"{dist} is not installed ({cause}); {INSTALL_HINT}"
+        else:
+            why = f"{dist} {_version(dist)} is installed but fails to import: {cause}{import_note(dist)}; {INSTALL_HINT}"
+        raise PeerUnavailable(why, dist=dist) from None
+    except Exception as exc:  # a broken peer (whatever its import raises) must not stop the benchmark
+        raise PeerUnavailable(f"{dist} fails to import: {type(exc).__name__}: {exc}; {INSTALL_HINT}", dist=dist) from None
 
 
 def _collect(builders: Iterable[tuple[str, Callable[[], PeerSampler]]]) -> tuple[list[PeerImpl], list[Skipped]]:
@@ -97,7 +91,7 @@ def _collect(builders: Iterable[tuple[str, Callable[[], PeerSampler]]]) -> tuple
             s = build_one()
         except PeerUnavailable as exc:
             skipped.append(Skipped(name, str(exc)))
-        except Exception as exc:
+        except Exception as exc:  # the peer library's own code may raise anything: the benchmark goes on
             skipped.append(Skipped(name, f"could not build the measurement: {type(exc).__name__}: {exc}"))
         else:
             peers.append(PeerImpl(s.name, s.library, s.sample, s.note))

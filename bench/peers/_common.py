@@ -1,12 +1,15 @@
-"""Small pieces shared by the peer adapters: result types, the install hint, quiet calls, seeds."""
+"""Small pieces shared by the peer adapters: result types, the install hint, quiet calls, seeds
+(the last two, and the error of a missing library, are the adapters' own: :mod:`dpharness.adapters.common`)."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+
+from dpharness.adapters.common import MissingLibrary, seeds
+from dpharness.adapters.common import quiet as quiet_call
 
 __all__ = ["INSTALL_HINT", "PEER_PACKAGES", "PeerImpl", "PeerSampler", "PeerUnavailable", "Skipped", "quiet",
            "seeds"]
@@ -29,8 +32,10 @@ PEER_PACKAGES: dict[str, str] = {
 Sample = Callable[[Any, int, np.random.Generator], np.ndarray]
 
 
-class PeerUnavailable(RuntimeError):
-    """The peer library is missing or broken; the message says why and how to install it."""
+class PeerUnavailable(MissingLibrary, RuntimeError):
+    """The peer library is missing or broken; the message says why and how to install it, ``dist``
+    names it. A :class:`dpharness.adapters.MissingLibrary` (an ``ImportError``), and a
+    ``RuntimeError`` as it always was."""
 
 
 @dataclass(frozen=True)
@@ -80,14 +85,7 @@ def quiet(fn: Sample) -> Sample:
     call, the test suite runs with warnings as errors, and a peer's own warnings are not ours."""
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*args, **kwargs)
+        return quiet_call(lambda: fn(*args, **kwargs))
 
     wrapped.__name__ = getattr(fn, "__name__", "peer")
     return wrapped
-
-
-def seeds(rng: np.random.Generator, n: int) -> list[int]:
-    """``n`` integer seeds for a peer that takes ``random_state`` (diffprivlib), from our stream."""
-    return [int(s) for s in rng.integers(0, 2**31 - 1, size=n)]

@@ -1,0 +1,127 @@
+"""Audit DP libraries as they ship: OpenDP measurements, diffprivlib mechanisms, tools and models,
+and python-dp aggregations as auditable mechanisms (docs/adapters.md). One module per library:
+
+* :func:`opendp` (:mod:`~dpharness.adapters.opendp_`) -- an OpenDP ``Measurement`` (or a factory
+  building one): its privacy map, input metric and output measure are read from the object and
+  become a privacy-map claim (:mod:`dpharness.verifiers.claims`), so every audited pair is held to
+  ``measurement.map`` at its own distance.
+* :func:`diffprivlib_mechanism`, :func:`diffprivlib_tool`, :func:`diffprivlib_model` (or the
+  dispatcher :func:`diffprivlib`; :mod:`~dpharness.adapters.diffprivlib_`) -- a diffprivlib
+  mechanism object (epsilon, delta and sensitivity read from it), a function of
+  ``diffprivlib.tools`` (epsilon from the arguments) or an (unfitted) estimator of
+  ``diffprivlib.models`` (its parameter vector is the release).
+* :func:`pydp` (:mod:`~dpharness.adapters.pydp_`) -- an aggregation of Google's python-dp
+  (``pydp.algorithms.laplacian``: counts, bounded sums, means, variances, quantiles) with its
+  constructor arguments; epsilon, delta and the contribution bound are read from the object it builds.
+* :func:`adapt` -- picks one of these from where the object comes from; :func:`from_target` builds
+  the mechanism of an import path ``"pkg.mod:Name"`` with its arguments (``library:`` in audit
+  configs). Both go through :data:`LIBRARIES`, the one table of libraries.
+
+Each returns a :class:`dpharness.verifiers.WrappedMechanism` that ``verifiers.audit``,
+``verifiers.search`` and ``dpharness.testing.assert_dp`` take as they are. The libraries are
+imported when an adapter is built, never when this package is; a missing one raises
+:class:`MissingLibrary` (an ``ImportError``) with the install hint (:mod:`~dpharness.adapters.common`
+holds the one :func:`require`). Adapted mechanisms audit floating-point leaks by default
+(``float_events=True``): they are third-party float code.
+
+Randomness: diffprivlib (0.6+) is seeded from the audit's generator (an integer ``random_state``
+drawn from it), so its audits are reproducible; earlier diffprivlib releases, OpenDP and python-dp
+draw from the operating system and cannot be seeded, so their audits are valid but not bit-reproducible
+(the adapted object's ``seeded`` attribute says which).
+
+Releases: the same calls work from OpenDP 0.3 and diffprivlib 0.4 on (docs/adapters.md,
+"Versions tested"); what an old release does not describe (OpenDP's metric and measure before
+0.7, its map before 0.5) is inferred from the object.
+
+Adding a library: a module ``<library>_.py`` with its adapter(s) and ``LIBRARY = Library(...)``
+(:class:`~dpharness.adapters.library.Library`), its names imported below and its ``LIBRARY`` in
+:data:`LIBRARIES`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from dpharness.adapters import diffprivlib_, opendp_, pydp_
+from dpharness.adapters.common import DEFAULT_DELTA, INSTALL_HINT, MissingLibrary, require
+from dpharness.adapters.diffprivlib_ import (MODEL_OUTPUTS, TOOL_RELATIONS, diffprivlib, diffprivlib_mechanism,
+                                             diffprivlib_model, diffprivlib_tool)
+from dpharness.adapters.library import Library, Target, TargetError, did_you_mean
+from dpharness.adapters.opendp_ import OPENDP_MEASURES, OPENDP_METRICS, opendp
+from dpharness.adapters.pydp_ import PYDP_ALGORITHMS, pydp
+
+if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
+    from dpharness.verifiers.wrap import WrappedMechanism
+
+__all__ = ["INSTALL_HINT", "MissingLibrary", "require", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
+           "diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
+           "MODEL_OUTPUTS", "pydp", "PYDP_ALGORITHMS", "adapt", "from_target", "TargetError", "Library", "LIBRARIES",
+           "TARGET_ROOTS"]
+
+#: The libraries, in the order :func:`adapt` tries them (the first that owns or recognises an object wins).
+LIBRARIES: tuple[Library, ...] = (opendp_.LIBRARY, diffprivlib_.LIBRARY, pydp_.LIBRARY)
+#: The top-level modules a :func:`from_target` import path may start with ("opendp", "diffprivlib", "pydp").
+TARGET_ROOTS: tuple[str, ...] = tuple(lib.root for lib in LIBRARIES)
+
+
+def _takes_list() -> str:
+    said = [lib.takes for lib in LIBRARIES]
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])}, or {said[-1]}"
+
+
+def adapt(obj: Any, **kwargs: Any) -> WrappedMechanism:
+    """The adapter for ``obj``, chosen from where it comes from: an OpenDP ``Measurement``
+    (:func:`opendp`), a diffprivlib mechanism, tool (pass ``epsilon=``) or estimator
+    (:func:`diffprivlib`), or a class of ``pydp.algorithms.laplacian`` with its constructor
+    arguments (:func:`pydp`). ``kwargs`` go to that adapter. A factory function of an OpenDP
+    measurement cannot be told from any other function: pass it to :func:`opendp`."""
+    module = getattr(obj, "__module__", "") if isinstance(obj, type) or callable(obj) else ""
+    module = module or type(obj).__module__ or ""
+    root = module.split(".")[0]
+    for lib in LIBRARIES:
+        if root in lib.modules or lib.recognises(obj):
+            return lib.adapt(obj, **kwargs)
+    if isinstance(obj, str):
+        for lib in LIBRARIES:
+            if lib.takes_any_name:  # e.g. a name of diffprivlib.tools
+                return lib.adapt(obj, **kwargs)
+    raise TypeError(f"adapt takes {_takes_list()}; got {type(obj).__name__} from module {module or '?'!r} (wrap "
+                    f"other code with dpharness.verifiers.wrap)")
+
+
+def _resolve(path: str, module: Any) -> Any:
+    """The attribute ``path`` names (``"pkg.mod:Name"``, ``Name`` may be dotted) of its imported module."""
+    module_name, _, attr = path.partition(":")
+    obj, done = module, module_name
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = sorted(n for n in dir(obj) if not n.startswith("_") and not inspect.ismodule(getattr(obj, n, None)))
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            raise TargetError(f"{done!r} has no attribute {part!r}{did_you_mean(part, names)}; its public names: "
+                              f"{shown or 'none'}", "library")
+        obj = getattr(obj, part)
+        done = f"{done}:{part}" if done == module_name else f"{done}.{part}"
+    return obj
+
+
+def from_target(target: str, params: dict | None = None, adapter: dict | None = None) -> WrappedMechanism:
+    """The mechanism of a library's class or function named by ``target`` (``"pkg.mod:Name"``, e.g.
+    ``"diffprivlib.mechanisms:Laplace"``), built with ``params`` and adapted with the ``adapter``
+    options, as ``library:`` in audit configs does (docs/configs.md).
+
+    Raises :class:`TargetError` (a ``ValueError``) whose ``field`` is the key at fault --
+    ``library``, ``params``, ``adapter``, ``params.NAME`` or ``adapter.NAME`` -- and
+    :class:`MissingLibrary` when the library is not installed.
+    """
+    params, options = dict(params or {}), dict(adapter or {})
+    root = target.split(".", 1)[0].split(":", 1)[0]
+    lib = next((lib for lib in LIBRARIES if lib.root == root), None)
+    if lib is None:
+        raise TargetError(f"names {target!r}, not a class or function of one of the libraries "
+                          f"{', '.join(TARGET_ROOTS)}", "library")
+    both = sorted(set(params) & set(options))
+    if both:
+        raise TargetError("is given in both params and adapter; give it once", f"adapter.{both[0]}")
+    module = require(target.split(":", 1)[0], lib.dist)  # MissingLibrary (the peers extra) before anything else
+    return lib.from_target(Target(target, _resolve(target, module), params, options))

@@ -1,0 +1,340 @@
+"""diffprivlib (IBM): mechanisms, tools and models as auditable mechanisms (docs/adapters.md,
+"diffprivlib").
+
+* :func:`diffprivlib_mechanism` -- a mechanism object: epsilon, delta and sensitivity read from it;
+* :func:`diffprivlib_tool` -- a function of ``diffprivlib.tools``: epsilon from the arguments;
+* :func:`diffprivlib_model` -- an unfitted estimator of ``diffprivlib.models``: its fitted
+  parameter vector is the release;
+* :func:`diffprivlib` -- dispatches to the three.
+
+diffprivlib 0.6+ is seeded from the audit's generator (an integer ``random_state`` drawn from it),
+so its audits are reproducible; earlier releases draw from the operating system (the adapted
+object's ``seeded`` attribute says which). The same calls work from diffprivlib 0.4 on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpharness.adapters.common import as_array, quiet, require, scalar, seeds
+from dpharness.adapters.library import Library, Target, TargetError
+
+if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
+    from dpharness.verifiers.wrap import WrappedMechanism
+
+__all__ = ["diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
+           "MODEL_OUTPUTS", "LIBRARY"]
+
+# --------------------------------------------------------------------------------------------
+# diffprivlib: mechanisms
+
+_UTILITY_MECHANISMS = ("Exponential", "PermuteAndFlip")
+_UNSUPPORTED_MECHANISMS = ("Bingham", "Vector", "ExponentialCategorical", "ExponentialHierarchical", "Uniform")
+
+
+def _constructor_params(cls: type) -> list[str]:
+    try:
+        sig = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return []
+    return [p for p, v in sig.parameters.items() if p != "self" and v.kind in (v.KEYWORD_ONLY, v.POSITIONAL_OR_KEYWORD)]
+
+
+def _recipe(mech: Any) -> tuple[type, dict, bool]:
+    """(class, constructor parameters, whether it takes ``random_state``) of a diffprivlib
+    mechanism: diffprivlib keeps each constructor parameter as an attribute of the same name. The
+    recipe pickles (the object may not: unseeded mechanisms hold the OS entropy source)."""
+    cls = type(mech)
+    params = _constructor_params(cls)
+    kw = {p: getattr(mech, p) for p in params if p != "random_state" and hasattr(mech, p)}
+    return cls, kw, "random_state" in params
+
+
+def _reseeded(recipe: tuple[type, dict, bool], seed: int, **override: Any) -> Any:
+    """The mechanism of ``recipe`` rebuilt with ``random_state=seed`` (and ``override``)."""
+    cls, kw, seedable = recipe
+    kw = {**kw, **override, **({"random_state": seed} if seedable else {})}
+    return quiet(lambda: cls(**kw))
+
+
+def _is_integer_mechanism(name: str) -> bool:
+    return "Geometric" in name or name == "GaussianDiscrete"
+
+
+class _DplMechanismRelease:
+    """``size`` releases of a diffprivlib mechanism on ``data``: the mechanism rebuilt once per
+    call with a seed drawn from ``rng``, then ``randomise`` called ``size`` times."""
+
+    def __init__(self, mechanism: Any, mode: str) -> None:
+        self.recipe, self.mode = _recipe(mechanism), mode
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        (seed,) = seeds(rng, 1)
+        name = self.recipe[0].__name__
+        if self.mode == "utility":
+            u = np.asarray(data, dtype=np.float64)
+            if u.ndim != 1:
+                raise ValueError(f"{name} takes a 1-D utility vector as data, got shape {u.shape}")
+            m = _reseeded(self.recipe, seed, utility=u.tolist())  # diffprivlib wants a list
+            return np.asarray(quiet(lambda: [m.randomise() for _ in range(size)]))
+        m = _reseeded(self.recipe, seed)
+        v = scalar(data, name)
+        if self.mode == "integer":
+            if isinstance(v, float) and not v.is_integer():
+                raise ValueError(f"{name} takes an integer value, got {v!r}")
+            v = int(v)
+        elif self.mode == "real":
+            v = float(v)
+        return np.asarray(quiet(lambda: [m.randomise(v) for _ in range(size)]))
+
+
+def diffprivlib_mechanism(mechanism: Any, *, name: str = "", float_events: bool = True) -> WrappedMechanism:
+    """A diffprivlib mechanism object (``diffprivlib.mechanisms``) as an auditable mechanism.
+
+    The claim is read from the object: ``epsilon``, ``delta`` and ``sensitivity``. The data is
+    what the mechanism randomises, under the relation its calibration assumes:
+
+    * value mechanisms (``Laplace`` and its truncated/folded/bounded variants, ``Gaussian``,
+      ``GaussianAnalytic``, ``GaussianDiscrete``, ``Geometric`` and variants, ``Staircase``,
+      ``Snapping``, ``LaplaceBoundedNoise``): one number, ``value`` neighbours at distance at most
+      ``sensitivity`` (integer data and finite outputs for the geometric and discrete ones);
+    * ``Exponential``, ``PermuteAndFlip``: the utility vector (the object's own utility is
+      replaced by the data), ``score_linf`` neighbours (``score_monotone`` when ``monotonic``);
+    * ``Binary`` (randomised response on two labels): the label, ``local`` neighbours over
+      ``{value0, value1}``.
+    """
+    from dpharness.verifiers.wrap import wrap
+
+    require("diffprivlib", "diffprivlib")
+    cls_name = type(mechanism).__name__
+    if not hasattr(mechanism, "randomise") or not hasattr(mechanism, "epsilon"):
+        raise TypeError(f"diffprivlib_mechanism takes a diffprivlib mechanism object (e.g. "
+                        f"diffprivlib.mechanisms.Laplace(epsilon=1, sensitivity=1)), got {cls_name}")
+    if cls_name in _UNSUPPORTED_MECHANISMS:
+        raise TypeError(f"diffprivlib {cls_name} is not supported (its input is not a value, a utility vector or a "
+                        "label); supported: value mechanisms (Laplace, Gaussian, Geometric, Staircase, Snapping and "
+                        "variants), Exponential, PermuteAndFlip, Binary")
+    eps, dl = float(mechanism.epsilon), float(getattr(mechanism, "delta", 0.0) or 0.0)
+    label = name or f"diffprivlib {cls_name}"
+    seeded = {"seeded": _recipe(mechanism)[2]}  # random_state exists from diffprivlib 0.6 on
+    if cls_name == "Binary":
+        return wrap(_DplMechanismRelease(mechanism, "label"), epsilon=eps, delta=dl, neighbours="local",
+                    input_domain=[mechanism.value0, mechanism.value1], kind="finite", name=label,
+                    attributes=seeded, float_events=float_events)
+    sens = float(mechanism.sensitivity)
+    if cls_name in _UTILITY_MECHANISMS:
+        rel = "score_monotone" if getattr(mechanism, "monotonic", False) else "score_linf"
+        attrs = {**seeded, **({"length": len(mechanism.utility)} if getattr(mechanism, "utility", None) is not None
+                              else {})}
+        return wrap(_DplMechanismRelease(mechanism, "utility"), epsilon=eps, delta=dl, neighbours=rel,
+                    sensitivity=sens, kind="finite", name=label, attributes=attrs, float_events=float_events)
+    integer = _is_integer_mechanism(cls_name)
+    attrs = dict(seeded)
+    lo, hi = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
+    if lo is not None and hi is not None and math.isfinite(float(lo)) and math.isfinite(float(hi)):
+        attrs.update(lower=float(lo), upper=float(hi))
+    return wrap(_DplMechanismRelease(mechanism, "integer" if integer else "real"), epsilon=eps, delta=dl,
+                neighbours="value", sensitivity=sens, kind="finite" if integer else "real", name=label,
+                attributes=attrs, float_events=float_events)
+
+
+# --------------------------------------------------------------------------------------------
+# diffprivlib: tools
+
+#: The neighbour relation each tool is calibrated for (diffprivlib/tools/utils.py,
+#: quantiles.py, histograms.py, 0.6.6): sensitivities divided by the dataset size n and output
+#: truncation to [lower n, upper n] take n as public, i.e. replace-one (bounded DP); histograms
+#: add Geometric noise of sensitivity 1 to each bin, i.e. add/remove (one record moves one bin).
+TOOL_RELATIONS: dict[str, str] = {
+    **{t: "replace_one" for t in ("mean", "nanmean", "var", "nanvar", "std", "nanstd", "sum", "nansum",
+                                  "count_nonzero", "median", "quantile", "percentile")},
+    "histogram": "add_remove",
+    "histogramdd": "add_remove",
+}
+_INTEGER_TOOLS = ("count_nonzero", "histogram", "histogramdd")
+
+
+def _takes(fn: Callable[..., Any], param: str) -> bool:
+    """Whether ``fn`` names ``param`` (diffprivlib's tools swallow unknown keywords with a warning:
+    ``random_state`` exists from 0.6 on, and passing it earlier would silently not seed)."""
+    try:
+        return param in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _DplToolRelease:
+    """``size`` releases of a diffprivlib tool on ``data``: one call per release, each with a
+    seed drawn from ``rng`` (diffprivlib 0.6+; earlier tools draw from the operating system) and a
+    fresh ``BudgetAccountant`` (the default one records every spend, and its ledger would grow
+    with every release)."""
+
+    def __init__(self, tool: str, epsilon: float, kwargs: dict) -> None:
+        self.tool, self.epsilon, self.kwargs = tool, epsilon, kwargs
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        fn = getattr(require("diffprivlib.tools", "diffprivlib"), self.tool)
+        accountant = require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
+        seeded = _takes(fn, "random_state")
+        a = as_array(data)
+        out = []
+        for s in seeds(rng, size):
+            kw = {**self.kwargs, **({"random_state": s} if seeded else {})}
+            r = quiet(lambda kw=kw: fn(a, epsilon=self.epsilon, accountant=accountant(), **kw))
+            out.append(r[0] if isinstance(r, tuple) else r)  # histograms: (counts, edges); the edges are public
+        return np.asarray(out)
+
+
+def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None, kind: str | None = None,
+                     name: str = "", float_events: bool = True, **kwargs: Any) -> WrappedMechanism:
+    """A function of ``diffprivlib.tools`` (``mean``, ``var``, ``std``, ``sum``, ``count_nonzero``,
+    ``median``, ``quantile``, ``percentile``, ``histogram`` ... or its name) as an auditable
+    mechanism on datasets of records.
+
+    ``epsilon`` and ``kwargs`` (``bounds=``, ``range=``, ``bins=``, ``quant=`` ...) are passed to
+    every call; the claim is epsilon-DP under :data:`TOOL_RELATIONS` of the tool (or
+    ``neighbours``, required for other tools). ``kind``: finite for counts and histograms, real
+    otherwise, unless given. Histograms release the counts (the bin edges do not depend on the
+    data when ``range`` is given). ``bounds``/``range`` become the generators' ``lower``/``upper``.
+    """
+    from dpharness.verifiers.wrap import wrap
+
+    tools = require("diffprivlib.tools", "diffprivlib")
+    tool_name = tool if isinstance(tool, str) else getattr(tool, "__name__", "")
+    if not tool_name or getattr(tools, tool_name, None) is None or (not isinstance(tool, str) and
+                                                                     getattr(tools, tool_name) is not tool):
+        raise ValueError(f"tool must be a function of diffprivlib.tools or its name (e.g. 'mean'), got {tool!r}")
+    rel = neighbours if neighbours is not None else TOOL_RELATIONS.get(tool_name)
+    if rel is None:
+        raise ValueError(f"no documented neighbour relation for diffprivlib.tools.{tool_name}: pass neighbours= "
+                         f"(tools with one: {', '.join(TOOL_RELATIONS)})")
+    if kind is None:
+        integral = np.issubdtype(np.dtype(kwargs["dtype"]), np.integer) if kwargs.get("dtype") is not None else False
+        kind = "finite" if tool_name in _INTEGER_TOOLS or integral else "real"
+    attrs: dict = {"seeded": _takes(getattr(tools, tool_name), "random_state")}
+    b = kwargs.get("bounds", kwargs.get("range"))
+    if b is not None and len(b) == 2 and all(isinstance(x, numbers.Real) for x in b):
+        attrs.update(lower=float(b[0]), upper=float(b[1]))
+    return wrap(_DplToolRelease(tool_name, float(epsilon), dict(kwargs)), epsilon=epsilon, neighbours=rel, kind=kind,
+                name=name or f"diffprivlib.tools.{tool_name}", attributes=attrs, float_events=float_events)
+
+
+# --------------------------------------------------------------------------------------------
+# diffprivlib: models
+
+#: The fitted attributes released by each model (their concatenation, flattened, is the output).
+MODEL_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "GaussianNB": ("theta_", "var_", "class_count_"),
+    "LinearRegression": ("coef_", "intercept_"),
+    "LogisticRegression": ("coef_", "intercept_"),
+    "KMeans": ("cluster_centers_",),
+    "PCA": ("components_", "explained_variance_", "mean_"),
+    "StandardScaler": ("mean_", "var_"),
+}
+_UNSUPERVISED = ("KMeans", "PCA", "StandardScaler")
+_OLD_NAMES = {"var_": "sigma_"}  # scikit-learn < 1.0 called GaussianNB's variances sigma_
+
+
+class _DplModelRelease:
+    """``size`` fits of a diffprivlib model on ``data`` (records as rows; the last column is the
+    label of a supervised model): each a clone of the model with a seed drawn from ``rng`` and a
+    fresh ``BudgetAccountant``; the release is the fitted ``outputs``, flattened into one row."""
+
+    def __init__(self, model: Any, outputs: tuple[str, ...], supervised: bool) -> None:
+        self.model, self.outputs, self.supervised = model, outputs, supervised
+
+    def _fit_once(self, X: np.ndarray, y: np.ndarray | None, seed: int) -> np.ndarray:
+        from sklearn.base import clone
+
+        accountant = require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
+        m = clone(self.model)
+        params = m.get_params()
+        m.set_params(**{k: v for k, v in (("random_state", seed), ("accountant", accountant())) if k in params})
+        quiet(lambda: m.fit(X, y) if y is not None else m.fit(X))
+        parts = []
+        for a in self.outputs:
+            v = getattr(m, a, None)
+            if v is None and a in _OLD_NAMES:
+                v = getattr(m, _OLD_NAMES[a], None)
+            if v is None:
+                raise ValueError(f"{type(m).__name__} has no fitted attribute {a!r}")
+            parts.append(np.ravel(np.asarray(v, dtype=np.float64)))
+        return np.concatenate(parts)
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        a = np.asarray(as_array(data), dtype=np.float64)
+        if a.ndim != 2 or a.shape[0] == 0 or (self.supervised and a.shape[1] < 2):
+            need = "features then the label" if self.supervised else "features"
+            raise ValueError(f"{type(self.model).__name__} takes records as rows of a 2-D array or DataFrame "
+                             f"({need}), got shape {a.shape}")
+        X, y = (a[:, :-1], a[:, -1]) if self.supervised else (a, None)
+        return np.stack([self._fit_once(X, y, s) for s in seeds(rng, size)])
+
+
+def diffprivlib_model(model: Any, *, outputs: tuple[str, ...] | None = None, supervised: bool | None = None,
+                      neighbours: str = "replace_one", name: str = "", float_events: bool = True) -> WrappedMechanism:
+    """An unfitted estimator of ``diffprivlib.models`` as an auditable mechanism: the data are
+    records as rows (features, then the label for a supervised model), the release is the fitted
+    parameter vector (:data:`MODEL_OUTPUTS`, or ``outputs``), the claim ``model.epsilon``-DP.
+
+    diffprivlib does not state the neighbour relation of its models; their calibration divides
+    by the public dataset size or truncates at it (e.g. GaussianNB's class counts), i.e. bounded
+    DP: ``replace_one`` by default.
+    """
+    from dpharness.verifiers.wrap import wrap
+
+    require("diffprivlib", "diffprivlib")
+    cls_name = type(model).__name__
+    if not (hasattr(model, "fit") and hasattr(model, "get_params") and hasattr(model, "epsilon")):
+        raise TypeError(f"diffprivlib_model takes an estimator of diffprivlib.models (e.g. GaussianNB(epsilon=1, "
+                        f"bounds=...)), got {cls_name}")
+    outs = tuple(outputs) if outputs is not None else MODEL_OUTPUTS.get(cls_name)
+    if not outs:
+        raise ValueError(f"no default outputs for {cls_name}: pass outputs=(fitted attribute names, ...); "
+                         f"defaults exist for {', '.join(MODEL_OUTPUTS)}")
+    sup = (cls_name not in _UNSUPERVISED) if supervised is None else bool(supervised)
+    return wrap(_DplModelRelease(model, outs, sup), epsilon=float(model.epsilon), neighbours=neighbours,
+                kind="real", name=name or f"diffprivlib {cls_name}", float_events=float_events,
+                attributes={"seeded": "random_state" in model.get_params()})
+
+
+def diffprivlib(obj: Any, **kwargs: Any) -> WrappedMechanism:
+    """Dispatch to :func:`diffprivlib_mechanism` (a mechanism object), :func:`diffprivlib_tool`
+    (a function of ``diffprivlib.tools`` or its name; pass ``epsilon=``) or
+    :func:`diffprivlib_model` (an estimator of ``diffprivlib.models``)."""
+    module = getattr(obj, "__module__", "") or type(obj).__module__
+    if isinstance(obj, str) or (callable(obj) and module.startswith("diffprivlib.tools")):
+        return diffprivlib_tool(obj, **kwargs)
+    if hasattr(obj, "fit") and hasattr(obj, "get_params"):
+        return diffprivlib_model(obj, **kwargs)
+    return diffprivlib_mechanism(obj, **kwargs)
+
+
+
+def _from_target(t: Target) -> WrappedMechanism:
+    """``library: "diffprivlib.<module>:Name"``: a mechanism or estimator class built with
+    ``params`` and adapted, or a tool adapted with ``params`` as its arguments."""
+    # YAML has no tuples, and diffprivlib wants its bounds/ranges as (min, max) tuples
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in t.params.items()}
+    if isinstance(t.obj, type):  # diffprivlib mechanism or estimator
+        made = t.make(**params)
+        if hasattr(made, "fit") and hasattr(made, "get_params"):
+            return t.adapt(diffprivlib_model, made, **t.adapter)
+        return t.adapt(diffprivlib_mechanism, made, **t.adapter)
+    if callable(t.obj) and getattr(t.obj, "__module__", "").startswith("diffprivlib.tools"):
+        if "epsilon" not in params:
+            raise TargetError(f"{t.path} is a diffprivlib tool: give epsilon: (and its other arguments, e.g. "
+                              "bounds:) under params:", "params")
+        return t.adapt(diffprivlib_tool, t.obj, **params, **t.adapter)
+    raise TargetError(f"{t.path} is neither a class of diffprivlib (mechanism or estimator) nor a function of "
+                      "diffprivlib.tools", "library")
+
+
+LIBRARY = Library(dist="diffprivlib", root="diffprivlib", takes="a diffprivlib mechanism, tool or estimator",
+                  adapt=diffprivlib, from_target=_from_target, modules=("diffprivlib",), takes_any_name=True)

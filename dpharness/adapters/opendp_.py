@@ -1,0 +1,497 @@
+"""OpenDP: a ``Measurement`` (or a factory building one) as an auditable mechanism whose claim is
+its own privacy map (docs/adapters.md, "OpenDP").
+
+Its input metric and output measure are read from the object and become a privacy-map claim
+(:mod:`dpharness.verifiers.claims`), so every audited pair is held to ``measurement.map`` at its
+own distance. The same calls work from OpenDP 0.3 on (docs/adapters.md, "Versions tested"): what
+an old release does not describe (its metric and measure before 0.7, its map before 0.5) is
+inferred from the object. OpenDP draws from the operating system and cannot be seeded: audits are
+valid but not bit-reproducible (``seeded`` is False).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpharness.adapters.common import DEFAULT_DELTA, kind_of, quiet, require, scalar, as_array
+from dpharness.adapters.library import Library, Target, TargetError
+
+if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
+    from dpharness.verifiers.wrap import WrappedMechanism
+
+__all__ = ["opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "LIBRARY"]
+
+#: OpenDP input metric (the name before its parameters) -> our input metric.
+OPENDP_METRICS: dict[str, str] = {
+    "SymmetricDistance": "symmetric_distance",
+    "InsertDeleteDistance": "insert_delete_distance",
+    "ChangeOneDistance": "change_distance",
+    "HammingDistance": "hamming_distance",
+    "AbsoluteDistance": "absolute_distance",
+    "L1Distance": "l1_distance",
+    "L2Distance": "l2_distance",
+    "LInfDistance": "linf_distance",
+    "DiscreteDistance": "discrete_distance",
+}
+#: OpenDP output measure -> how its map's value becomes (epsilon, delta).
+OPENDP_MEASURES: dict[str, str] = {
+    "MaxDivergence": "pure: epsilon",
+    "Approximate(MaxDivergence)": "approximate: (epsilon, delta)",
+    "FixedSmoothedMaxDivergence": "approximate: (epsilon, delta)",
+    "SmoothedMaxDivergence": "privacy profile: epsilon(delta) at the chosen delta",
+    "ZeroConcentratedDivergence": "zCDP: rho, converted to epsilon at the chosen delta",
+}
+_INT_TYPES = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
+_MEASURE_KINDS = {"MaxDivergence": "pure", "FixedSmoothedMaxDivergence": "approximate",
+                  "SmoothedMaxDivergence": "profile", "ZeroConcentratedDivergence": "zcdp"}
+_OUR_MEASURES = {"pure": "max_divergence", "approximate": "approximate(max_divergence)",
+                 "profile": "smoothed_max_divergence", "zcdp": "zero_concentrated_divergence"}
+
+
+def _is_measurement(obj: Any) -> bool:
+    """An OpenDP ``Measurement`` of any release: since 0.7 it describes its domain, metric and
+    measure; before, only its carrier and distance types (and before 0.5 it has a privacy
+    relation ``check`` instead of a map)."""
+    if not callable(obj) or not (hasattr(obj, "map") or hasattr(obj, "check")):
+        return False
+    return all(hasattr(obj, a) for a in ("input_metric", "output_measure", "input_domain")) or all(
+        hasattr(obj, a) for a in ("input_carrier_type", "input_distance_type", "output_distance_type"))
+
+
+def _describes_itself(meas: Any) -> bool:
+    """Whether the measurement carries its input domain, metric and measure (OpenDP 0.7+)."""
+    return _attr(meas, "input_metric") is not None and _attr(meas, "output_measure") is not None
+
+
+def _carrier(meas: Any) -> str:
+    dom = _attr(meas, "input_domain")
+    return str(dom.carrier_type) if dom is not None else str(meas.input_carrier_type)
+
+
+def _our_metric(name: str) -> str:
+    """``name`` (ours, e.g. "symmetric_distance", or OpenDP's, e.g. "SymmetricDistance()") as ours."""
+    head = str(name).split("(")[0].split("<")[0].strip()
+    if head in OPENDP_METRICS:
+        return OPENDP_METRICS[head]
+    ours = set(OPENDP_METRICS.values()) | {"linf_monotone_distance"}
+    if head in ours:
+        return head
+    raise ValueError(f"input_metric {name!r} is not supported; supported: {', '.join(sorted(ours))} "
+                     f"(or OpenDP's names: {', '.join(OPENDP_METRICS)})")
+
+
+def _our_measure(name: str) -> str:
+    """``name`` (ours, e.g. "max_divergence", or OpenDP's) as one of pure/approximate/profile/zcdp."""
+    text = str(name).strip()
+    flat = text.replace(" ", "").lower()
+    if flat.startswith("approximate(") and flat[len("approximate("):].startswith(("maxdivergence", "max_divergence")):
+        return "approximate"
+    head = text.split("(")[0].split("<")[0].strip()
+    if head in _MEASURE_KINDS:
+        return _MEASURE_KINDS[head]
+    for kind, ours in _OUR_MEASURES.items():
+        if head == ours or flat == ours:
+            return kind
+    if head in ("fixed_smoothed_max_divergence",):
+        return "approximate"
+    raise ValueError(f"output_measure {name!r} is not supported; supported: {', '.join(_OUR_MEASURES.values())} "
+                     f"(or OpenDP's names: {', '.join(OPENDP_MEASURES)})")
+
+
+def _metric_of(meas: Any) -> str:
+    text = str(meas.input_metric)
+    head = text.split("(")[0].split("<")[0].strip()
+    if head not in OPENDP_METRICS:
+        raise ValueError(f"OpenDP input metric {text} is not supported; supported: {', '.join(OPENDP_METRICS)}")
+    ours = OPENDP_METRICS[head]
+    if ours == "linf_distance" and "monotonic" in text:
+        ours = "linf_monotone_distance"
+    return ours
+
+
+def _measure_of(meas: Any) -> str:
+    text = str(meas.output_measure)
+    if text.startswith("Approximate(") and text[len("Approximate("):].startswith("MaxDivergence"):
+        return "approximate"
+    head = text.split("(")[0].split("<")[0].strip()
+    if head not in _MEASURE_KINDS:
+        raise ValueError(f"OpenDP output measure {text} is not supported; supported: {', '.join(OPENDP_MEASURES)}")
+    return _MEASURE_KINDS[head]
+
+
+def _legacy_metric(meas: Any) -> str:
+    """The input metric of a measurement from OpenDP < 0.7, which names only its carrier and
+    distance types. Scalars: ``AbsoluteDistance<T>`` measures in T (floats, or an integer equal to
+    the carrier), ``DiscreteDistance`` in u32 (booleans, strings, categories); vectors with integer
+    distances are datasets under ``SymmetricDistance``. Vectors with float distances (L1, L2 or
+    LInf) cannot be told apart: ``input_metric=`` must say."""
+    carrier, dist = str(meas.input_carrier_type), str(meas.input_distance_type)
+    if carrier.startswith("Vec<"):
+        if dist in _INT_TYPES:
+            return "symmetric_distance"
+        raise ValueError(f"this OpenDP measurement (before 0.7) takes {carrier} at {dist} distances, which may be "
+                         "L1, L2 or LInf: pass input_metric='l1_distance', 'l2_distance' or 'linf_distance'")
+    if carrier in ("f32", "f64") or carrier == dist:
+        return "absolute_distance"
+    if dist in _INT_TYPES:
+        return "discrete_distance"
+    raise ValueError(f"cannot tell the input metric of this OpenDP measurement (before 0.7; {carrier} at {dist} "
+                     "distances): pass input_metric=")
+
+
+def _legacy_measure(meas: Any, d_ref: Any) -> str:
+    """The output measure of a measurement from OpenDP < 0.7, from its output distance type:
+    ``(f64, f64)`` pairs are approximate DP, ``SMDCurve`` a privacy profile. A bare float is pure
+    DP or zCDP (0.5 and 0.6 give their Gaussians a rho): maps of pure DP grow linearly in the
+    input distance (or stay put), zCDP maps quadratically (rho of noise scaled to d is d^2 times
+    rho at 1), so a map that more than triples from d to 2d is read as zCDP. Privacy relations
+    (before 0.5) predate zCDP."""
+    t = str(meas.output_distance_type)
+    if t.startswith("("):
+        return "approximate"
+    if "SMDCurve" in t:
+        return "profile"
+    if not hasattr(meas, "map"):
+        return "pure"
+    try:
+        at_d, at_2d = float(quiet(lambda: meas.map(d_ref))), float(quiet(lambda: meas.map(d_ref * 2)))
+    except Exception:  # the library's map may raise anything (OpenDPException, ...) at these distances
+        return "pure"
+    return "zcdp" if at_d > 0 and at_2d > 3 * at_d else "pure"
+
+
+def _attr(obj: Any, name: str) -> Any:
+    """``obj.name``, or None when it is missing or the library raises reading it (OpenDP domain
+    descriptors raise for types they do not describe, e.g. the bounds of a boolean domain)."""
+    if obj is None:
+        return None
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # the library's descriptors raise their own exceptions (OpenDPException, ...)
+        return None
+
+
+def _integral_distance(meas: Any, metric: str) -> bool:
+    t = _attr(meas, "input_distance_type") or _attr(_attr(meas, "input_metric"), "distance_type")
+    if isinstance(t, str) and t:
+        return t in _INT_TYPES
+    return metric in ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance",
+                      "discrete_distance")
+
+
+class _Measurement:
+    """The measurement, or the factory that builds it: a measurement is a pointer into the
+    library and does not pickle, a module-level factory does (configs run audits in workers)."""
+
+    def __init__(self, source: Any) -> None:
+        if _is_measurement(source):
+            self.factory, self._meas = None, source
+        elif callable(source):
+            self.factory, self._meas = source, None
+        else:
+            raise TypeError(f"opendp() takes an OpenDP Measurement or a function building one, got "
+                            f"{type(source).__name__} {source!r:.80}")
+
+    def get(self) -> Any:
+        if self._meas is None:
+            meas = self.factory()
+            if not _is_measurement(meas):
+                raise TypeError(f"the factory {self.factory!r} must return an OpenDP Measurement, got "
+                                f"{type(meas).__name__}")
+            self._meas = meas
+        return self._meas
+
+    def __getstate__(self) -> dict:
+        if self.factory is None:
+            raise TypeError("an OpenDP Measurement cannot be pickled (it points into the library); to run audits "
+                            "in worker processes pass a module-level function that builds it: "
+                            "adapters.opendp(make_my_measurement)")
+        return {"factory": self.factory}
+
+    def __setstate__(self, state: dict) -> None:
+        self.factory, self._meas = state["factory"], None
+
+
+def _convert_atom(v: Any, carrier: str) -> Any:
+    if carrier in ("f64", "f32"):
+        return float(v)
+    if carrier in _INT_TYPES:
+        if isinstance(v, (float, np.floating)) and not float(v).is_integer():
+            raise ValueError(f"the measurement takes integers ({carrier}), got {v!r}")
+        return int(v)
+    if carrier == "bool":
+        return bool(v)
+    if carrier == "String":
+        return str(v)
+    return v
+
+
+def _to_carrier(data: Any, carrier: str) -> Any:
+    """Our data (numpy arrays, scalars, DataFrames) as the measurement's carrier type."""
+    if carrier.startswith("Vec<") and carrier.endswith(">"):
+        a = as_array(data)
+        if a.ndim != 1:
+            raise ValueError(f"the measurement takes a 1-D dataset ({carrier}), got shape {a.shape}")
+        inner = carrier[4:-1]
+        return [_convert_atom(v, inner) for v in a.tolist()]
+    if carrier in ("f64", "f32", "bool", "String") or carrier in _INT_TYPES:
+        return _convert_atom(scalar(data, f"the measurement ({carrier})"), carrier)
+    return data
+
+
+class _OpenDPRelease:
+    """``size`` releases: ``measurement(data)`` called ``size`` times (OpenDP samples from the
+    operating system, so ``rng`` is not used). Data outside the input domain raise ValueError
+    (OpenDP 0.7+; earlier releases do not describe their domain)."""
+
+    def __init__(self, source: _Measurement) -> None:
+        self.source = source
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        meas = self.source.get()
+        dom = _attr(meas, "input_domain")
+        x = _to_carrier(data, _carrier(meas))
+        member = _attr(dom, "member")
+        if member is not None:
+            try:
+                inside = bool(member(x))
+            except Exception as exc:  # the library's domain may raise anything on data it cannot read
+                raise ValueError(f"data {x!r:.80} cannot be read by the input domain {dom}: {exc}") from None
+            if not inside:
+                raise ValueError(f"data {x!r:.80} are not in the measurement's input domain {dom}")
+        return np.asarray(quiet(lambda: [meas(x) for _ in range(size)]))
+
+
+def _smallest_accepted(accepts: Callable[[float], bool], what: str) -> float:
+    """The smallest epsilon (to a relative 1e-12) that a privacy relation accepts, from above: the
+    value returned is always one the relation accepted, so the claim built from it is the
+    library's own (relations are monotone in epsilon)."""
+    hi = 1.0
+    while not accepts(hi):
+        hi *= 2.0
+        if hi > 1e12:
+            raise ValueError(f"the measurement's privacy relation accepts no epsilon up to 1e12 at {what}")
+    lo = 0.0
+    while hi - lo > 1e-12 * hi:
+        mid = (lo + hi) / 2
+        if not lo < mid < hi:
+            break
+        if accepts(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+class _OpenDPMap:
+    """The measurement's privacy map as (epsilon, delta): pure and approximate measures as they
+    are, a privacy profile at ``delta``, zCDP's rho converted at ``delta``. A measurement with a
+    privacy relation instead of a map (OpenDP < 0.5) is read by bisection: the smallest epsilon
+    its ``check(d_in, epsilon)`` (or ``check(d_in, (epsilon, delta))``) accepts."""
+
+    def __init__(self, source: _Measurement, measure: str, delta: float, integral: bool) -> None:
+        self.source, self.measure, self.delta, self.integral = source, measure, delta, integral
+        self._cache: dict = {}
+
+    def _relation(self, meas: Any, d: Any) -> Any:
+        def accepts(eps: float) -> bool:
+            d_out = (eps, self.delta) if self.measure == "approximate" else eps
+            try:
+                return bool(quiet(lambda: meas.check(d, d_out)))
+            except Exception:  # the library's relation may raise anything (OpenDPException, ...): not accepted
+                return False
+
+        if self.measure not in ("pure", "approximate"):
+            raise ValueError(f"a privacy relation (OpenDP before 0.5) is read for pure or approximate DP, not "
+                             f"{_OUR_MEASURES[self.measure]}")
+        eps = _smallest_accepted(accepts, f"d_in={d}")
+        return (eps, self.delta) if self.measure == "approximate" else eps
+
+    def __call__(self, d_in: Any) -> Any:
+        # maps are monotone: an integer distance type is evaluated at the next integer up
+        d = math.ceil(float(d_in)) if self.integral else float(d_in)
+        if d not in self._cache:
+            meas = self.source.get()
+            self._cache[d] = quiet(lambda: meas.map(d)) if hasattr(meas, "map") else self._relation(meas, d)
+        out = self._cache[d]
+        if self.measure == "pure":
+            return float(out)
+        if self.measure == "approximate":
+            eps, dl = out
+            return float(eps), float(dl)
+        if self.measure == "profile":
+            return float(out.epsilon(self.delta)), self.delta
+        from dpharness.verifiers.claims import zcdp_to_approx_dp
+
+        return zcdp_to_approx_dp(float(out), self.delta), self.delta
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_cache": {}}
+
+
+def _example_atom(carrier: str, bounds: tuple | None = None) -> Any:
+    if bounds:
+        return _convert_atom(bounds[0], carrier)
+    return {"bool": False, "String": "a"}.get(carrier, 0.0 if carrier in ("f64", "f32") else 0)
+
+
+def _opendp_example(meas: Any) -> Any:
+    """A member of the input domain built from its description (for inferring the output kind):
+    its lower bound, else 0 / False / "a"; three records for a dataset of unknown size."""
+    dom = _attr(meas, "input_domain")
+    carrier = _carrier(meas)
+    if carrier.startswith("Vec<"):
+        n = _attr(dom, "size") or 3
+        return [_example_atom(carrier[4:-1], _bounds_of(dom) if dom is not None else None)] * int(n)
+    return _example_atom(carrier, _bounds_of(dom) if dom is not None else None)
+
+
+def _bounds_of(dom: Any) -> tuple | None:
+    """The (closed) bounds of an atom domain or of a vector domain's elements: the ``bounds``
+    attribute (OpenDP 0.13+), else read from the domain's description ``...bounds=[lo, hi]...``."""
+    elem = _attr(dom, "element_domain")
+    bounds = _attr(elem if elem is not None else dom, "bounds")
+    if not bounds:
+        found = re.search(r"bounds=\[\s*([^,\]]+),\s*([^\]]+)\]", str(dom))
+        if found is None:
+            return None
+        try:
+            bounds = (float(found.group(1)), float(found.group(2)))
+        except ValueError:
+            return None
+    return tuple(bounds) if len(bounds) == 2 and all(isinstance(b, numbers.Real) for b in bounds) else None
+
+
+def _opendp_attributes(dom: Any, metric: str) -> dict:
+    """What the pair generators use: data bounds, vector length."""
+    if dom is None:
+        return {}
+    attrs: dict = {}
+    bounds = _bounds_of(dom)
+    if bounds:
+        attrs["lower"], attrs["upper"] = float(bounds[0]), float(bounds[1])
+    size = _attr(dom, "size")
+    if size and metric not in ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance"):
+        attrs["length"] = int(size)
+    return attrs
+
+
+def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kind: str | None = None,
+           example: Any = None, neighbours: str | None = None, input_domain: Any = None, name: str = "",
+           attributes: dict | None = None, float_events: bool = True, input_metric: str | None = None,
+           output_measure: str | None = None) -> WrappedMechanism:
+    """An OpenDP ``Measurement`` as an auditable mechanism whose claim is its own privacy map.
+
+    Works with OpenDP releases from 0.3 on (docs/adapters.md, "Versions tested"): since 0.7 the
+    measurement names its input domain, metric and measure; before, only its carrier and distance
+    types, from which the metric and measure are inferred; before 0.5 it has a privacy relation
+    instead of a map, read by bisection.
+
+    Parameters
+    ----------
+    measurement
+        An OpenDP ``Measurement``, or a function with no arguments that builds one (a module-level
+        function or a ``functools.partial`` of one pickles by reference, so the adapted mechanism
+        can run in worker processes; a measurement itself does not pickle).
+    d_in
+        The reference input distance: ``claim.epsilon`` is the map there, and for scalar and
+        vector metrics it is the step of the generated pairs (e.g. the sensitivity a value may
+        move by).
+    delta
+        For ``smoothed_max_divergence`` (a privacy profile) and ``zero_concentrated_divergence``
+        (rho, converted by :func:`dpharness.verifiers.claims.zcdp_to_approx_dp`): the delta at
+        which epsilon is read; default :data:`DEFAULT_DELTA`. For an approximate-DP privacy
+        relation (OpenDP < 0.5): the delta at which its smallest epsilon is found. Not used by
+        pure or approximate measures with a map, whose maps give (epsilon, delta) themselves.
+    kind
+        ``"real"`` or ``"finite"``; default: inferred from one release on ``example`` (float
+        outputs are real, integers, booleans and strings finite).
+    example
+        A member of the input domain, for inferring ``kind``; default: built from the domain
+        (its bounds, else 0 / False / "a").
+    neighbours
+        The relation whose pairs :func:`verifiers.search` generates (default: the metric's,
+        :data:`dpharness.verifiers.claims.DEFAULT_RELATION`).
+    input_domain, name, attributes, float_events
+        As for :func:`dpharness.verifiers.wrap` (bounds and vector lengths of the measurement's
+        domain are added to ``attributes``; ``input_domain`` defaults to {False, True} for a
+        boolean domain).
+    input_metric, output_measure
+        Only for measurements of OpenDP < 0.7, which do not name them, where the inference is
+        ambiguous (vectors at float distances: L1, L2 or LInf) or to override it; ours or
+        OpenDP's names (``"l1_distance"`` or ``"L1Distance"``). A measurement that names its own
+        must agree with them.
+    """
+    from dpharness.verifiers.wrap import wrap
+
+    require("opendp", "opendp")
+    source = _Measurement(measurement)
+    meas = source.get()
+    if isinstance(d_in, bool) or not isinstance(d_in, numbers.Real) or not 0 < float(d_in) < math.inf:
+        raise ValueError(f"d_in must be a finite distance > 0, got {d_in!r}")
+    described = _describes_itself(meas)
+    metric = _metric_of(meas) if described else (
+        _our_metric(input_metric) if input_metric is not None else _legacy_metric(meas))
+    if described and input_metric is not None and _our_metric(input_metric) != metric:
+        raise ValueError(f"input_metric={input_metric!r} disagrees with the measurement's own {meas.input_metric}")
+    integral = _integral_distance(meas, metric)
+    d_ref = math.ceil(float(d_in)) if integral else float(d_in)
+    measure = _measure_of(meas) if described else (
+        _our_measure(output_measure) if output_measure is not None else _legacy_measure(meas, d_ref))
+    if described and output_measure is not None and _our_measure(output_measure) != measure:
+        raise ValueError(f"output_measure={output_measure!r} disagrees with the measurement's own "
+                         f"{meas.output_measure}")
+    has_map = hasattr(meas, "map")
+    if delta is not None and (measure == "pure" or (measure == "approximate" and has_map)):
+        raise ValueError(f"delta is for privacy profiles, zCDP and approximate-DP relations; this measurement's "
+                         f"measure ({_OUR_MEASURES[measure]}) gives (epsilon, delta) itself: drop delta")
+    dl = DEFAULT_DELTA if delta is None else delta
+    if isinstance(dl, bool) or not isinstance(dl, numbers.Real) or not 0 < float(dl) < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    dom = _attr(meas, "input_domain")
+    carrier = _carrier(meas)
+    release = _OpenDPRelease(source)
+    if kind is None:
+        probe = _opendp_example(meas) if example is None else example
+        try:
+            kind = kind_of(release(probe, 1, np.random.default_rng(0)))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"could not infer the output kind from one release on {probe!r:.60} ({exc}); pass "
+                             "kind='real' or 'finite', or example= a member of the input domain") from None
+    attrs = {"seeded": False, **_opendp_attributes(dom, metric), **(attributes or {})}  # OpenDP: OS randomness
+    if input_domain is None and carrier == "bool":
+        input_domain = [False, True]
+    if described:
+        label = name or f"OpenDP measurement ({meas.input_metric} -> {meas.output_measure})"
+    else:
+        label = name or f"OpenDP measurement ({carrier}, {metric} -> {_OUR_MEASURES[measure]})"
+    privacy_map = _OpenDPMap(source, measure, float(dl), integral)
+    return wrap(release, privacy_map=privacy_map, input_metric=metric, neighbours=neighbours, kind=kind,
+                sensitivity=d_in, name=label, attributes=attrs, float_events=float_events,
+                input_domain=input_domain)
+
+
+
+def _from_target(t: Target) -> WrappedMechanism:
+    """``library: "opendp.measurements:make_..."``: the constructor called with ``params`` (the
+    ``contrib`` feature enabled), its measurement adapted with the ``adapter`` options."""
+    if not callable(t.obj):
+        raise TargetError(f"{t.path} is not an OpenDP constructor (a function returning a Measurement)", "library")
+    try:
+        from opendp.mod import enable_features
+
+        enable_features("contrib")
+    except ImportError:
+        pass
+    made = t.make(**t.params)
+    return t.adapt(opendp, made, **t.adapter)
+
+
+LIBRARY = Library(dist="opendp", root="opendp", takes="an OpenDP Measurement", adapt=opendp,
+                  from_target=_from_target, modules=("opendp",), recognises=_is_measurement)
