@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from dpharness.verifiers.claims import ConstantMap, zcdp_to_approx_dp
+from dpharness.verifiers.intake import register_recogniser
 from dpharness.verifiers.wrap import WrappedMechanism, wrap
 
 __all__ = ["INSTALL_HINT", "MissingLibrary", "require", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
@@ -944,3 +945,7 @@ def adapt(obj: Any, **kwargs: Any) -> WrappedMechanism:
     raise TypeError(f"adapt takes an OpenDP Measurement, a diffprivlib mechanism, tool or estimator, or a python-dp "
                     f"algorithm class; got {type(obj).__name__} from module {module or '?'!r} (wrap other code with "
                     f"dpharness.verifiers.wrap)")
+
+
+# the one intake of user code (assert_dp, a config's callable:) hands these libraries' objects to adapt
+register_recogniser(adapt, packages=("opendp", "diffprivlib", "pydp", "_algorithms"))
