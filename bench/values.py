@@ -3,16 +3,18 @@
 :class:`ConfigError` carries every mistake of one file as ``(dotted path, message)`` pairs and
 formats them ``<file>: <dotted.path>: <what is wrong and accepted>`` (the pyhf convention).
 The helpers below turn a YAML value into the wanted type (PyYAML reads ``1e-3`` as a string; a
-bool is never a number), state ranges in math notation and suggest the closest accepted word.
+bool is never a number), state ranges in math notation and suggest the closest accepted word
+(:func:`did_you_mean`, defined in :mod:`mechanisms.base` so the verifier core suggests the same way).
 The field readers that use them live in :mod:`bench.validation` (:class:`~bench.validation.Ctx`).
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
 from typing import Any, Sequence
+
+from dpharness.mechanisms.base import did_you_mean
 
 __all__ = ["ConfigError", "REQUIRED", "did_you_mean"]
 
@@ -90,13 +92,6 @@ def _show(v: Any) -> str:
 
 def _fmt_num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
-
-
-def did_you_mean(word: Any, options: Sequence[Any]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``options`` to a misspelt ``word``, else ``""``."""
-    by_lower = {str(o).lower(): str(o) for o in options}  # case slips first (Age for age)
-    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
-    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
 def _is_number(v: Any) -> bool:

@@ -19,10 +19,11 @@ point, which is what reproducibility needs and what a production release library
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -136,6 +137,13 @@ def check_choice(value: Any, name: str, accepted: tuple[Any, ...]) -> Any:
     if value not in accepted:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
     return value
+
+
+def did_you_mean(word: Any, options: Sequence[Any]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``options`` to a misspelt ``word``, else ``""``."""
+    by_lower = {str(o).lower(): str(o) for o in options}  # case slips first (Age for age)
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
 def check_present(data: Any, name: str = "data", what: str = "a 1-D array of real numbers") -> None:

@@ -100,8 +100,10 @@ def test_wheel_installs_only_the_dpharness_namespace(wheels):
 def test_wheel_ships_the_pytest_plugin(wheels):
     """dpharness.testing is in the wheel and registered as a pytest plugin (entry point pytest11)."""
     zf = zipfile.ZipFile(wheels["dpharness"])
-    assert "dpharness/testing.py" in zf.namelist()
-    eps = next(n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt"))
+    names = zf.namelist()
+    for module in sorted((ROOT / "dpharness" / "testing").glob("*.py")):  # the package, every module of it
+        assert f"dpharness/testing/{module.name}" in names, f"testing/{module.name} is not packaged"
+    eps = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zf.read(eps).decode()
     assert "[pytest11]\ndpharness = dpharness.testing" in text, text
 

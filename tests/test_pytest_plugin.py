@@ -360,11 +360,13 @@ def test_assert_dp_bad_arguments(call, error, text):
 
 
 def test_dp_audit_seeds_depend_on_session_test_and_call_only():
-    s = testing._Session(seed=5)
+    from dpharness.testing.session import Session, derive
+
+    s = Session(seed=5)
     a = testing.DPAudit(s, "tests/test_x.py::test_a")
     assert a.seed == 5 and a.budget_scale == 1.0
-    seeds = {testing._derive(5, "tests/test_x.py::test_a", i) for i in range(3)}
-    assert len(seeds) == 3 and testing._derive(5, "t", 0) == testing._derive(5, "t", 0) != testing._derive(6, "t", 0)
+    seeds = {derive(5, "tests/test_x.py::test_a", i) for i in range(3)}
+    assert len(seeds) == 3 and derive(5, "t", 0) == derive(5, "t", 0) != derive(6, "t", 0)
     with pytest.raises(TypeError, match="--dp-seed"):
         a(lambda d, n, r: r.random(n), epsilon=1.0, rng=3)
 

@@ -9,26 +9,23 @@ reported once for the whole file, with the install hint.
 
 ``callable:`` mechanisms (the user's own code, format in :mod:`bench.audits.spec`) are imported by
 :func:`resolve_callable` with the spec's ``import_paths`` first on ``sys.path`` -- in the process
-that validates and in every worker that runs a task -- and built by :func:`build_callable`; what is
-wrong with one (no such module or attribute, not callable, wrong signature, no claim, claim keys
-next to an object that has its own) is a :class:`CallableError`, reported by :func:`check` as a
-config error at ``audits[i].mechanism.callable`` (or the claim key at fault).
+that validates and in every worker that runs a task -- and built by :func:`build_callable`, both
+through the one intake of user code, :mod:`dpharness.verifiers.intake`; what is wrong with one (no
+such module or attribute, not callable, wrong signature, no claim, claim keys next to an object
+that has its own) is a :class:`CallableError`, reported by :func:`check` as a config error at
+``audits[i].mechanism.callable`` (or the claim key at fault).
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
-import sys
 from typing import Any, Sequence
 
 import numpy as np
 
 from dpharness.bench.config import ConfigError, Ctx
-from dpharness.bench.values import did_you_mean
 
-from dpharness.bench.audits.spec import CLAIM_KEYS, AuditSet, AuditSpec, errors_at_once
+from dpharness.bench.audits.spec import AuditSet, AuditSpec, errors_at_once
 
 __all__ = ["build_mechanism", "given_pairs", "check", "MissingExtraError", "resolve_callable", "build_callable", "CallableError",
            "build_library"]
@@ -43,125 +40,30 @@ class CallableError(ValueError):
         self.key = key
 
 
-def _add_import_paths(paths: Sequence[str]) -> None:
-    """Put ``paths`` first on ``sys.path`` in their order (a folder already on it stays where it is)."""
-    for p in reversed([p for p in paths if p not in sys.path]):
-        sys.path.insert(0, p)
-
-
 def resolve_callable(target: str, paths: Sequence[str] = ()) -> Any:
-    """Import ``"package.module:attr"`` (``attr`` may be dotted) with ``paths`` first on sys.path."""
-    module_name, _, attr = target.partition(":")
-    _add_import_paths(paths)
-    importlib.invalidate_caches()  # a module written since the last import (tests, generated code)
-    where = " and ".join(paths) if paths else "the working directory"
+    """Import ``"package.module:attr"`` (``attr`` may be dotted) with ``paths`` first on sys.path
+    (:func:`dpharness.verifiers.intake.resolve_target`)."""
+    from dpharness.verifiers.intake import IntakeError, resolve_target
+
     try:
-        obj = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        missing = exc.name or ""
-        if missing and (module_name == missing or module_name.startswith(missing + ".")):
-            raise CallableError(f"cannot import {module_name!r}: no module named {missing!r} (searched {where}, "
-                                "then the installed packages)") from None
-        raise CallableError(f"importing {module_name!r} failed: {exc}") from None
-    except Exception as exc:  # the user's module raised while importing (syntax error, ...)
-        raise CallableError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
-    done = module_name
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            names = sorted(n for n in dir(obj) if not n.startswith("_") and not inspect.ismodule(getattr(obj, n, None)))
-            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-            raise CallableError(f"{done!r} has no attribute {part!r}{did_you_mean(part, names)}; its public names: "
-                                f"{shown or 'none'}")
-        obj = getattr(obj, part)
-        done = f"{done}:{part}" if done == module_name else f"{done}.{part}"
-    return obj
-
-
-def _is_mechanism(obj: Any) -> bool:
-    """An instance (not a class) with a ``claim`` and a callable ``sample``."""
-    return not isinstance(obj, type) and hasattr(obj, "claim") and callable(getattr(obj, "sample", None))
-
-
-def _binds(fn: Any, n: int) -> bool | None:
-    """Whether ``fn`` can be called with ``n`` positional arguments (None: signature unknown)."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    try:
-        sig.bind(*([None] * n))
-    except TypeError:
-        return False
-    return True
-
-
-def _signature(fn: Any) -> str:
-    try:
-        return f"{getattr(fn, '__name__', 'it')}{inspect.signature(fn)}"
-    except (TypeError, ValueError):
-        return repr(fn)
-
-
-def _checked_mechanism(obj: Any, what: str) -> Any:
-    from dpharness import mechanisms
-
-    if not isinstance(obj.claim, mechanisms.PrivacyClaim):
-        raise CallableError(f"{what} has a claim that is not a mechanisms.PrivacyClaim (got "
-                            f"{type(obj.claim).__name__}); the verifier audits a PrivacyClaim")
-    return obj
+        return resolve_target(target, paths)
+    except IntakeError as exc:
+        raise CallableError(str(exc), key=exc.key) from None
 
 
 def build_callable(spec: dict, paths: Sequence[str] = ()) -> Any:
     """The mechanism of ``{callable: ..., ...claim}`` (see :mod:`bench.audits.spec`): a function is
     wrapped under the claim keys; an object with ``claim`` and ``sample`` (or what a zero-argument
-    factory returns) is used as it is. Raises :class:`CallableError`."""
-    from dpharness import verifiers
+    factory returns; a library object, adapted) is used as it is. The one intake,
+    :func:`dpharness.verifiers.intake.intake` in its config mode. Raises :class:`CallableError`."""
+    import dpharness.adapters  # noqa: F401  (registers the library objects' recogniser with the intake)
+    from dpharness.verifiers.intake import IntakeError, intake
 
-    target = spec["callable"]
     claim = {k: v for k, v in spec.items() if k != "callable"}
-    obj = resolve_callable(target, paths)
-    if _is_mechanism(obj):
-        if claim:
-            hint = " (float_events: of the audit itself, beside samples:, applies to any mechanism)" \
-                if "float_events" in claim else ""
-            raise CallableError(f"{target} is a mechanism object with its own claim ({obj.claim}); drop "
-                                f"{', '.join(claim)} (or point callable: at a plain fn(data, size, rng) to audit "
-                                f"another claim){hint}", key=next(iter(claim)))
-        return _checked_mechanism(obj, target)
-    if not callable(obj):
-        raise CallableError(f"{target} is neither callable nor a mechanism (an object with claim and "
-                            f"sample(data, size, rng)): got {type(obj).__name__} {obj!r:.60}")
-    takes_three, takes_none = _binds(obj, 3), _binds(obj, 0)
-    if not claim:
-        if takes_none:  # a zero-argument factory of a mechanism
-            try:
-                made = obj()
-            except Exception as exc:  # the user's factory may raise anything
-                raise CallableError(f"calling {target}() to make the mechanism raised {type(exc).__name__}: "
-                                    f"{exc}") from None
-            if not _is_mechanism(made):
-                raise CallableError(f"{target}() returned {type(made).__name__} {made!r:.60}, not a mechanism (an "
-                                    "object with claim and sample(data, size, rng))")
-            return _checked_mechanism(made, f"{target}()")
-        if takes_three is False:
-            raise CallableError(f"{target} has the wrong signature: {_signature(obj)}; expected fn(data, size, rng) "
-                                "with the claim keys, or a mechanism object (or a zero-argument factory of one)")
-        raise CallableError(f"{target} is a function fn(data, size, rng) but no claim is given: add epsilon: (and "
-                            f"as needed {', '.join(k for k in CLAIM_KEYS if k != 'epsilon')}) to the mechanism",
-                            key="epsilon")
-    if takes_three is False:
-        raise CallableError(f"{target} has the wrong signature: {_signature(obj)}; with the claim keys it must be "
-                            "callable as fn(data, size, rng)")
-    if "epsilon" not in claim:
-        raise CallableError(f"is required to wrap {target} (the claimed epsilon, a number > 0)", key="epsilon")
-    accepted = inspect.signature(verifiers.wrap).parameters
-    for k in claim:
-        if k not in accepted:
-            raise CallableError(f"this dpharness's verifiers.wrap does not accept {k}= ; accepted: "
-                                f"{', '.join(a for a in accepted if a != 'fn')}", key=k)
-    kw = dict(claim)
-    kw.setdefault("name", target)
-    return verifiers.wrap(obj, **kw)
+    try:
+        return intake(spec["callable"], strict=True, paths=paths, **claim)
+    except IntakeError as exc:
+        raise CallableError(str(exc), key=exc.key) from None
 
 
 def build_library(spec: dict) -> Any:

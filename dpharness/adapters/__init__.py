@@ -50,6 +50,7 @@ from dpharness.adapters.diffprivlib_ import (MODEL_OUTPUTS, TOOL_RELATIONS, diff
 from dpharness.adapters.library import Library, Target, TargetError, did_you_mean
 from dpharness.adapters.opendp_ import OPENDP_MEASURES, OPENDP_METRICS, opendp
 from dpharness.adapters.pydp_ import PYDP_ALGORITHMS, pydp
+from dpharness.verifiers.intake import register_recogniser
 
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
     from dpharness.verifiers.wrap import WrappedMechanism
@@ -125,3 +126,7 @@ def from_target(target: str, params: dict | None = None, adapter: dict | None = 
         raise TargetError("is given in both params and adapter; give it once", f"adapter.{both[0]}")
     module = require(target.split(":", 1)[0], lib.dist)  # MissingLibrary (the peers extra) before anything else
     return lib.from_target(Target(target, _resolve(target, module), params, options))
+
+
+# the one intake of user code (assert_dp, a config's callable:) hands these libraries' objects to adapt
+register_recogniser(adapt, packages=tuple(m for lib in LIBRARIES for m in lib.modules))
