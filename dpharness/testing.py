@@ -549,7 +549,7 @@ def assert_no_regression(new_results: Any, baseline_dir: Any, *, alpha: float = 
     Parameters
     ----------
     new_results
-        The new run folder (or anything with a ``run_dir``, e.g. what ``bench.runner.run`` returns).
+        The new run folder (or anything with a ``run_dir``, e.g. what ``bench.run.runner.run`` returns).
     baseline_dir
         The baseline run folder of the same config (e.g. committed under ``results/baselines/``).
     alpha, tolerance, paired
@@ -567,7 +567,7 @@ def assert_no_regression(new_results: Any, baseline_dir: Any, *, alpha: float = 
         compared.
     """
     from dpharness.bench.regress import RegressionInputError, is_baseline_location, regress
-    from dpharness.bench.tables import format_text_table
+    from dpharness.bench.report.tables import format_text_table
 
     new_dir = getattr(new_results, "run_dir", new_results)
     rep = regress(new_dir, baseline_dir, alpha=alpha, tolerance=tolerance, paired=paired)

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dpharness.bench.config import ConfigError, Ctx
-from dpharness.bench.values import did_you_mean
+from dpharness.bench.config.values import did_you_mean
 
 from dpharness.bench.audits.spec import CLAIM_KEYS, AuditSet, AuditSpec, errors_at_once
 
