@@ -16,7 +16,9 @@ do not go together): the command's usage is printed with the message, exit 2. ``
 the command's program name (``dpharness run``), for messages.
 
 Command modules import only the standard library at module level and the rest inside ``run``:
-every module is imported to build the parser, and ``dpharness list`` must stay fast.
+every module is imported to build the parser, and ``dpharness list`` must stay fast. A module is
+not named after a builtin (``dpharness list`` is ``listing.py``): importing a submodule binds its
+name in this package's namespace.
 """
 
 from __future__ import annotations
