@@ -302,7 +302,7 @@ def _data_code(d: Any, limit: int = 300) -> str | None:
     try:
         a = np.asarray(d)
         text = repr(_py(a)) if a.dtype != object else repr(d)
-    except Exception:
+    except Exception:  # broad: the user's data may fail to convert in any way; then it is not shown
         return None
     return text if len(text) <= limit else None
 

@@ -426,7 +426,7 @@ def _csv_column(ctx: Ctx, name: str, column: str) -> tuple[str | None, np.ndarra
     except UnicodeDecodeError:
         ctx.report("csv", f"{p.name} is not UTF-8 text; save it as UTF-8 CSV")
         return None, None
-    except Exception as exc:
+    except Exception as exc:  # broad: pandas' reader raises many types (ParserError, csv.Error, ...); each is this mistake
         ctx.report("csv", f"cannot read {p.name} as CSV: {str(exc).strip()}")
         return None, None
     if column not in cols:

@@ -202,7 +202,7 @@ def _resolve(raw: Any, ctx: Ctx, stem: str | None, quick: bool, seed: int | None
             prefix = f"{ctx.file}: "
             ctx.errors.extend((p, m[len(prefix):] if not p and m.startswith(prefix) else m) for p, m in exc.errors)  # type: ignore[union-attr]
         return None
-    except Exception:
+    except Exception:  # broad: a kind's parser may raise anything on a placeholder; re-raised unless explained
         if ctx.errors:  # the parser tripped over the placeholder of a mistake already recorded
             return None
         raise

@@ -56,7 +56,7 @@ def bench_table1(plan: Plan, report: Report) -> None:
         from dpharness.bench.run import runner
         run = runner.run
         raw = yaml.safe_load(cfg.read_text())
-    except Exception as exc:
+    except Exception as exc:  # broad: whatever keeps the runner or its config from loading skips this section
         report.skip("table1", name, f"bench.run.runner.run is not available ({type(exc).__name__}: {exc})")
         return
     raw.pop("quick", None)
@@ -93,7 +93,7 @@ def bench_table1(plan: Plan, report: Report) -> None:
             for impl in others:
                 impl.floor_times.setdefault(floor.name, {})[rep] = t
                 impl.times[rep] = impl.call()
-    except Exception as exc:
+    except Exception as exc:  # broad: a failing run skips this section, the other sections still report
         report.skip("table1", name, f"runner failed: {type(exc).__name__}: {exc}")
         return
     n = n_tasks.get("n", 1)

@@ -5,7 +5,7 @@ can always be regenerated or restyled without rerunning anything. ``dpharness pl
 folder whose ``results.csv`` lacks tasks of its config (a truncated or edited file would draw a
 partial figure that looks complete) and, unless ``--out DIR`` is given, a committed regression
 baseline under ``results/baselines/`` (figures are not part of a baseline). The command's
-handler, which prints, is :func:`dpharness.bench.cli.plot.cmd_plot`.
+handler, which prints, is :func:`dpharness.bench.cli.plot.run`.
 
 Log axes and exact zeros. An error that is exactly 0 (a discrete output that hit the truth in every
 draw) has no place on a log axis. It is drawn at a *floor* one decade below the smallest positive

@@ -92,7 +92,7 @@ def _claim_run_dir(cfg: Config, parent: Path, resume: str | Path | None) -> tupl
     lock = _lock(run_dir)
     try:
         write_run_config(run_dir, cfg)
-    except BaseException:
+    except BaseException:  # broad on purpose: release the lock whatever stopped us, then re-raise
         lock.release()
         raise
     return run_dir, False, lock

@@ -51,7 +51,7 @@ def execute_task(kind: str, spec: Any, task: Task, root_seed: int) -> dict[str, 
         clean = [r if all(type(k) is str and type(v) in _SCALARS for k, v in r.items())
                  else {str(k): _scalar(v, f"{task.key}: {k}") for k, v in r.items()} for r in rows]
         status, message = "ok", ""
-    except Exception as exc:
+    except Exception as exc:  # broad: the kind's code may raise anything; the task becomes a status=error row
         clean, status, message = [], "error", f"{type(exc).__name__}: {exc}"
     return {
         "key": task.key,

@@ -88,7 +88,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:  # broad on purpose: no temporary file is left behind, then re-raise
         try:
             os.unlink(tmp)
         except FileNotFoundError:

@@ -133,7 +133,7 @@ def _finish(run_dir: Path, cfg: Config, module: Any, tasks: list[Task], state: _
     output_errors: dict[str, str] = {}
     try:
         describe = _describe(module, cfg.spec)
-    except Exception as exc:
+    except Exception as exc:  # broad: the kind's code may raise anything; recorded, the run is kept
         output_errors["describe_results"] = _one_line(exc)
         describe = {}
     cell_cols = list(describe.get("cell_columns") or [])
@@ -145,7 +145,7 @@ def _finish(run_dir: Path, cfg: Config, module: Any, tasks: list[Task], state: _
     try:
         summary = module.summarize(cfg.spec, results)
         write_table(run_dir, summary.table, heading=f"# {cfg.name}\n\n{cfg.description.strip()}".rstrip())
-    except Exception as exc:
+    except Exception as exc:  # broad: the kind's code may raise anything; recorded, the run is kept
         output_errors["summary"] = _one_line(exc)
         summary, summary_failed = Summary(pd.DataFrame(), "", ok=False), True
     if on_summary is not None and not summary_failed:
@@ -157,13 +157,13 @@ def _finish(run_dir: Path, cfg: Config, module: Any, tasks: list[Task], state: _
         try:
             drawn = module.plot(cfg.spec, results, summary.table, fig_dir)
             fig_list = [str(Path(p).relative_to(run_dir)) for p in drawn]
-        except Exception as exc:
+        except Exception as exc:  # broad: the kind's code may raise anything; recorded, the run is kept
             output_errors["figures"] = _one_line(exc)
     extra_files: list[str] = []
     if hasattr(module, "outputs") and not summary_failed:
         try:
             extra_files = [str(p) for p in module.outputs(cfg.spec, results, summary, run_dir)]
-        except Exception as exc:
+        except Exception as exc:  # broad: the kind's code may raise anything; recorded, the run is kept
             output_errors["outputs"] = _one_line(exc)
     errors = sum(1 for t in tasks if records[t.key]["status"] != "ok")
     exit_code = 1 if (errors or output_errors) else (0 if summary.ok else 3)

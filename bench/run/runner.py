@@ -262,19 +262,19 @@ def _run_in(run_dir: Path, resumed: bool, cfg: Config, module: Any, tasks: list[
         _compute(ex, cfg, plan, run_dir, store, state, len(tasks), show_progress, share)
         res = _finish(run_dir, cfg, module, tasks, state, figures, manifest, write_run_manifest, t_start, ex,
                       on_summary)
-    except BaseException as exc:
+    except BaseException as exc:  # broad on purpose: the manifest says why the run stopped, then re-raise
         # Leave a manifest that says why the run stopped (still "unfinished": re-running resumes).
         status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         msg = "interrupted (SIGINT/SIGTERM); re-run the same command to resume" if status == "interrupted" \
             else _one_line(exc)
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # broad: best effort while failing; the original error is raised
             # Chunks that workers saved but whose results never reached this process (the pool was
             # being stopped) are finished work too: the manifest counts what is on disk.
             for key, rec in store.load_all().items():
                 if key in key_set and key not in state.records and key not in known:
                     state.records[key] = rec
                     state.computed += 1  # saved by a worker of this run
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # broad: best effort while failing; the original error is raised
             write_run_manifest(manifest(status, message=msg, exit_code=130 if status == "interrupted" else 1))
         raise
     return res
@@ -377,7 +377,7 @@ def _compute(ex: _Executor, cfg: Config, plan: ChunkPlan, run_dir: Path, store: 
                     try:
                         for out in _iter_chunks(ex, kind, spec, plan, seed, run_id, store.dir, stop_path):
                             keep(out)
-                    except Exception:
+                    except Exception:  # broad: re-raised unless we were stopping anyway (joblib's errors vary)
                         if stopper.requested:
                             # e.g. a worker that was idle when the signal came died of it: we were stopping anyway
                             raise KeyboardInterrupt("stopped") from None
