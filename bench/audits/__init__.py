@@ -9,7 +9,11 @@ experiment kind ``audit`` (:mod:`bench.experiments.audit`), with its resume, man
 * :mod:`bench.audits.task` -- one audit task (audit x sample size x repeat) as a results row;
 * :mod:`bench.audits.report` -- summary table, pass/fail judgement, targets, report.md;
 * :mod:`bench.audits.plots` -- figures;
-* :mod:`bench.audits.cli` -- the ``dpharness audit`` command.
+* :mod:`bench.audits.machine` -- the ``--json`` / ``--junit`` verdicts.
+
+The ``dpharness audit`` command is :mod:`bench.cli.audit`. Besides configs:
+:mod:`bench.audits.float_registry` -- the float audit of every registered mechanism
+(``dpharness float-audit``).
 """
 
 from dpharness.bench.audits.spec import AuditSet, AuditSpec, TargetSpec

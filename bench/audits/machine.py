@@ -11,7 +11,7 @@
 Per-row pass/fail follows :func:`bench.audits.report.judge` (the run's verdict): a correct claim
 flagged at that size; a calibration count above its binomial bound; a broken positive control not
 flagged in every repeat at its largest size; a task error; exact mode contradicting a correct claim.
-Built from the :class:`~bench.run_result.RunResult` after the run; nothing is written when the audit
+Built from the :class:`~bench.run.result.RunResult` after the run; nothing is written when the audit
 did not run to its summary (usage error, interruption).
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpharness.bench.verdicts import JUnitCase, jsonable, run_manifest, verdict_block, write_json, write_junit
+from dpharness.bench.report.verdicts import JUnitCase, jsonable, run_manifest, verdict_block, write_json, write_junit
 from dpharness.bench.audits import report as _report
 
 __all__ = ["SCHEMA", "audit_document", "audit_junit_cases", "write_audit_outputs"]

@@ -1,7 +1,7 @@
 """Audit run outputs: the summary table, the pass/fail judgement, the targets, report.md.
 
 Every function is a plain function of ``results.csv`` (and the parsed config), so a run folder's
-tables can be rebuilt from it. Tables are formatted by the one table writer, :mod:`bench.tables`.
+tables can be rebuilt from it. Tables are formatted by the one table writer, :mod:`bench.report.tables`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from scipy import stats
 
-from dpharness.bench.tables import format_text_table, to_markdown
+from dpharness.bench.report.tables import format_text_table, to_markdown
 
 from dpharness.bench.audits.spec import AuditSet, TargetSpec
 from dpharness.bench.audits.task import ALLPAIRS_COLUMNS

@@ -8,9 +8,9 @@ itself is the plugin: it satisfies :class:`ExperimentKind` (module-level functio
 Required functions::
 
     def parse(raw: dict, ctx: bench.config.Ctx) -> Spec          # frozen dataclass; errors via ctx
-    def tasks(spec) -> list[bench.tasks.Task]                    # Task(key, params); unique keys
+    def tasks(spec) -> list[bench.run.tasks.Task]                    # Task(key, params); unique keys
     def run_task(spec, task, rng: np.random.Generator) -> list[dict]   # in a worker; flat scalar rows
-    def summarize(spec, results: pd.DataFrame) -> bench.tasks.Summary
+    def summarize(spec, results: pd.DataFrame) -> bench.run.tasks.Summary
     def plot(spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: pathlib.Path) -> list[pathlib.Path]
 
 Optional, used when present (:data:`OPTIONAL_HOOKS`)::
@@ -26,7 +26,7 @@ Optional, used when present (:data:`OPTIONAL_HOOKS`)::
                                      # regression checker, written into manifest.json; or the
                                      # module attributes CELL_COLUMNS / METRIC instead
 
-How the runner (:func:`bench.runner.run`) uses them: ``tasks`` once in the parent; ``run_task`` in
+How the runner (:func:`bench.run.runner.run`) uses them: ``tasks`` once in the parent; ``run_task`` in
 workers, once per task, with a generator keyed by the task key (so it must not depend on any other
 state of the process); ``summarize``, ``plot`` and ``outputs`` once in the parent on the whole
 ``results.csv`` table -- which may hold ``status=error`` rows, even only those: an exception there

@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from dpharness.bench.tasks import format_value
+from dpharness.bench.run.tasks import format_value
 from dpharness.bench.experiments._median_spec import METRIC_TEXT, RefRow, Spec
 
 __all__ = ["facets", "hidden_columns", "tolerance", "compare_with_reference", "report_text"]
@@ -117,7 +117,7 @@ def _ratio_text(spec: Spec, table: pd.DataFrame, mechanism: str) -> str:
 
 def report_text(spec: Spec, table: pd.DataFrame) -> str:
     """The summary as printed: heading, table, and (with a reference) tolerance rule and verdicts."""
-    from dpharness.bench.tables import format_text_table
+    from dpharness.bench.report.tables import format_text_table
 
     sfx = spec.suffix
     lines = [_heading(spec), ""]

@@ -15,8 +15,8 @@ from typing import Any
 
 from dpharness import mechanisms
 from dpharness.bench.config import REQUIRED, Ctx, did_you_mean
-from dpharness.bench.data import DataSpec, parse_data
-from dpharness.bench.tasks import format_value
+from dpharness.bench.config.data import DataSpec, parse_data
+from dpharness.bench.run.tasks import format_value
 
 __all__ = ["MechSpec", "RefRow", "Reference", "Spec", "parse", "METRICS", "METRIC_TEXT"]
 

@@ -2,7 +2,7 @@
 laplace_from_exponential, private_mode): intervals, rows and figure plumbing.
 
 Not a kind itself (the leading underscore keeps it out of :func:`bench.experiments.available`).
-Intervals come from :mod:`verifiers.bounds` and tables from :mod:`bench.tables`, so each exists
+Intervals come from :mod:`verifiers.bounds` and tables from :mod:`bench.report.tables`, so each exists
 once in the harness. Figures use :class:`matplotlib.figure.Figure` directly (no pyplot global state), so plotting is
 safe in worker threads and never opens a window.
 """
@@ -19,7 +19,7 @@ import pandas as pd
 if TYPE_CHECKING:  # imported where used: a config error must not wait for matplotlib/scipy.stats
     from matplotlib.figure import Figure
 
-from dpharness.bench.tables import to_markdown
+from dpharness.bench.report.tables import to_markdown
 
 __all__ = [
     "ok_rows",
@@ -126,5 +126,5 @@ def density_curve(law: Any, points_per_piece: int = 200) -> tuple[np.ndarray, np
 
 def md_table(df: pd.DataFrame, floatfmt: str = ".6g") -> str:
     """A GitHub-markdown table, floats as ``floatfmt``, without a trailing newline (a line of a
-    kind's summary text): :func:`bench.tables.to_markdown`, the harness's one table writer."""
+    kind's summary text): :func:`bench.report.tables.to_markdown`, the harness's one table writer."""
     return to_markdown(df, floatfmt=floatfmt).rstrip("\n")

@@ -35,9 +35,9 @@ from dpharness.bench.audits import spec as _spec
 from dpharness.bench.audits.spec import AuditSet
 from dpharness.bench.audits.task import run_audit_task
 from dpharness.bench.config import Ctx
-from dpharness.bench.results import atomic_write_text
-from dpharness.bench.tables import to_markdown
-from dpharness.bench.tasks import Summary, Task, make_key
+from dpharness.bench.run.folders import atomic_write_text
+from dpharness.bench.report.tables import to_markdown
+from dpharness.bench.run.tasks import Summary, Task, make_key
 
 __all__ = ["parse", "check", "tasks", "run_task", "summarize", "plot", "outputs",
            "describe_results", "CELL_COLUMNS"]

@@ -28,7 +28,7 @@ mechanism with a ``quantiles`` parameter can be listed.
 
 Config keys::
 
-    data:        see bench.data (a generator, a statsmodels dataset+column, a csv+column; real data
+    data:        see bench.config.data (a generator, a statsmodels dataset+column, a csv+column; real data
                  usually with sample: subsample and n, as the paper subsamples its real columns)
     lower, upper: output range (data clipped to it) unless the data declares its own
     epsilon:     number or list;  delta: for mechanisms that need it (default 1e-6)
@@ -61,8 +61,8 @@ import pandas as pd
 
 from dpharness import mechanisms
 from dpharness.bench.config import REQUIRED, Ctx, did_you_mean
-from dpharness.bench.data import DataSpec, parse_data
-from dpharness.bench.tasks import Summary, Task, data_rng, format_value, make_key
+from dpharness.bench.config.data import DataSpec, parse_data
+from dpharness.bench.run.tasks import Summary, Task, data_rng, format_value, make_key
 
 __all__ = ["MechSpec", "Check", "Spec", "parse", "tasks", "run_task", "summarize", "plot", "describe_results",
            "misclassified", "levels", "lower_quantiles"]
@@ -431,7 +431,7 @@ def _check_rows(spec: Spec, table: pd.DataFrame) -> list[tuple[Check, str, str, 
 
 
 def summarize(spec: Spec, results: pd.DataFrame) -> Summary:
-    from dpharness.bench.tables import format_text_table
+    from dpharness.bench.report.tables import format_text_table
 
     ok_rows = results[results["status"] == "ok"] if "status" in results else results
     keys = cell_columns(spec)
@@ -502,7 +502,7 @@ def summarize(spec: Spec, results: pd.DataFrame) -> Summary:
 
 def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
     """Error vs m, one line per mechanism, log y (±1 SE bars), one figure per data (and epsilon)."""
-    from dpharness.bench import plots
+    from dpharness.bench.report import plots
 
     paths = []
     for (dl, e), sub in table.groupby(["data", "epsilon"], sort=False):

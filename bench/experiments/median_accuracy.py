@@ -7,7 +7,7 @@ that dataset's mean error (``metric``) against the truth. The truth is the order
 data *clipped to [lower, upper]* (the Duff convention); outputs are clipped to the same range when
 ``clip_output`` (default true). Each results row counts the data points that were clipped
 (column ``clipped``); data lying entirely outside the range is refused as a config error (see
-:meth:`bench.data.DataSpec.outside`). The table has one row per cell (data, n, q, mechanism, epsilon):
+:meth:`bench.config.data.DataSpec.outside`). The table has one row per cell (data, n, q, mechanism, epsilon):
 ``mean`` = mean over datasets of the per-dataset mean error, ``std`` = their standard deviation
 across datasets, ``se = std / sqrt(datasets)``, all multiplied by ``scale`` (column suffix
 ``_x100`` for the default scale 100).
@@ -17,7 +17,7 @@ the comparison with the published values and the printed text in ``_median_repor
 
 Config keys (``configs/duff_table1.yaml`` is the annotated example)::
 
-    data:         see bench.data (generator / dataset+column / csv; lists expand into grids)
+    data:         see bench.config.data (generator / dataset+column / csv; lists expand into grids)
     statistic:    median (default) | quantile
     q:            quantile level(s) in (0, 1), only with statistic: quantile
     truth:        lower (default; x_(ceil(q n))) | upper (x_(floor(q n) + 1)) | average (of both)
@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpharness.bench.tasks import Summary, Task, data_rng, format_value, make_key
+from dpharness.bench.run.tasks import Summary, Task, data_rng, format_value, make_key
 
 # The config (dataclasses, parser) and the report text live in private helpers; the config names
 # are re-exported here because this module is the kind's interface.
@@ -201,7 +201,7 @@ def _n_is_axis(spec: Spec) -> bool:
 def plot(spec: Spec, results: pd.DataFrame, table: pd.DataFrame, fig_dir: Path) -> list[Path]:
     """error vs epsilon (log y, ±SE bars, paper values as hollow diamonds just right of ours), one
     figure per facet combination; plus error vs n when n varies and error vs q when q varies."""
-    from dpharness.bench import plots
+    from dpharness.bench.report import plots
 
     sfx = spec.suffix
     facets = [f for f in ("data", "n", "q") if f in table.columns and (f != "n" or _n_is_axis(spec))]

@@ -52,7 +52,7 @@ from scipy import special
 
 from dpharness import mechanisms
 from dpharness.bench.config import Ctx
-from dpharness.bench.tasks import Summary, Task, make_key
+from dpharness.bench.run.tasks import Summary, Task, make_key
 
 from dpharness.bench.experiments._textbook import md_table, new_figure, ok_rows, save
 

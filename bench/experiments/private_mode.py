@@ -50,8 +50,8 @@ import pandas as pd
 
 from dpharness import mechanisms
 from dpharness.bench.config import Ctx
-from dpharness.bench.data import statsmodels_column
-from dpharness.bench.tasks import Summary, Task, make_key
+from dpharness.bench.config.data import statsmodels_column
+from dpharness.bench.run.tasks import Summary, Task, make_key
 
 from dpharness.bench.experiments._textbook import clopper_pearson, hoeffding_radius, md_table, mean_interval, new_figure, ok_rows, save
 

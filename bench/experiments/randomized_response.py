@@ -35,7 +35,7 @@ import pandas as pd
 
 from dpharness import mechanisms
 from dpharness.bench.config import Ctx
-from dpharness.bench.tasks import Summary, Task, make_key
+from dpharness.bench.run.tasks import Summary, Task, make_key
 
 from dpharness.bench.experiments._textbook import clopper_pearson, md_table, new_figure, ok_rows, save
 

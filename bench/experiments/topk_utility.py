@@ -56,8 +56,8 @@ import pandas as pd
 from dpharness import mechanisms
 from dpharness.mechanisms.selection_laws import em_log_prob, laplace_rnm_log_prob, pf_log_prob
 from dpharness.bench.config import Ctx
-from dpharness.bench.data import statsmodels_column
-from dpharness.bench.tasks import Summary, Task, make_key
+from dpharness.bench.config.data import statsmodels_column
+from dpharness.bench.run.tasks import Summary, Task, make_key
 
 from dpharness.bench.experiments._textbook import hoeffding_radius, md_table, ok_rows, save
 

@@ -11,7 +11,7 @@ Sections, one module each:
   peer medians;
 * ``finite``   -- :mod:`.finite`: selection over k candidates against Gumbel-argmax /
   ``rng.choice`` and per-draw peers (slow ones extrapolated);
-* ``table1``   -- :mod:`.table1`: wall time of ``bench.runner.run`` on
+* ``table1``   -- :mod:`.table1`: wall time of ``bench.run.runner.run`` on
   ``configs/duff_table1.yaml`` at jobs 1 and 2;
 * ``verifier`` -- :mod:`.verifier`: samples per second through ``verifiers.audit`` and its
   overhead over raw sampling.
@@ -19,7 +19,7 @@ Sections, one module each:
 The rest: :mod:`.plan` (sizes and budgets), :mod:`.rows` (JSON row fields, the section report),
 :mod:`.build` (mechanisms from the registry), :mod:`.environment` (machine block of the JSON),
 :mod:`.report` (table, goal and summary text), :mod:`.figure` (scaling figure), :mod:`.run`
-(output checks, running the sections, writing the JSON), :mod:`.cli` (``cmd_bench``, exit codes).
+(output checks, running the sections, writing the JSON). The command is :mod:`bench.cli.bench`.
 
 Anything unavailable (a mechanism not written yet, a peer not installed, no runner) is reported
 as ``skipped: <reason>`` and the rest still runs.
@@ -27,7 +27,6 @@ as ``skipped: <reason>`` and the rest still runs.
 
 from __future__ import annotations
 
-from dpharness.bench.perf.cli import cmd_bench, main
 from dpharness.bench.perf.environment import environment
 from dpharness.bench.perf.figure import plot_scaling
 from dpharness.bench.perf.plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
@@ -50,13 +49,11 @@ __all__ = [
     "SECTIONS",
     "BenchInputError",
     "Plan",
-    "cmd_bench",
     "environment",
     "format_goal",
     "format_summary",
     "format_table",
     "full_plan",
-    "main",
     "median_goal",
     "output_paths",
     "plot_scaling",

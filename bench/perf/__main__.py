@@ -1,7 +1,7 @@
-"""``python -m dpharness.bench.perf``: the same as ``dpharness bench``."""
+"""``python -m dpharness.bench.perf``: the same as ``dpharness bench`` (:mod:`bench.cli.bench`)."""
 
 import sys
 
-from dpharness.bench.perf.cli import main
+from dpharness.bench.cli import main
 
-sys.exit(main())
+sys.exit(main(["bench", *sys.argv[1:]]))

@@ -1,31 +1,26 @@
 """The machine a benchmark ran on: CPU, cores, load, numpy and its BLAS, versions, git commit.
 
 Ratios are only comparable between runs on similar machines and loads; this block of the JSON is
-what lets a reader decide that.
+what lets a reader decide that. Versions and the git state come from the one provenance writer
+(:mod:`bench.report.provenance`).
 """
 
 from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
 from typing import Any
 
 import numpy as np
 
 from dpharness.bench import peers as _peers
-from dpharness.bench.perf.plan import ROOT
+from dpharness.bench.report.provenance import git_info, package_versions
 
 __all__ = ["environment", "load_average"]
 
-
-def _git(*args: str) -> str | None:
-    try:
-        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
+#: The distributions whose versions the benchmark records.
+PACKAGES = ("dpharness", "numpy", "scipy", "pandas", "joblib", "matplotlib")
 
 
 def _cpu_model() -> str:
@@ -59,14 +54,6 @@ def load_average() -> list[float] | None:
 
 def environment() -> dict[str, Any]:
     """CPU, cores, load, numpy and its BLAS configuration, library versions, git commit."""
-    from importlib import metadata
-
-    def ver(d: str) -> str | None:
-        try:
-            return metadata.version(d)
-        except metadata.PackageNotFoundError:
-            return None
-
     try:
         affinity = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -83,11 +70,9 @@ def environment() -> dict[str, Any]:
         "numpy_config": _numpy_config(),
         "blas_threads_env": {k: os.environ.get(k) for k in (
             "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS") if os.environ.get(k)},
-        "versions": {d: ver(d) for d in ("dpharness", "numpy", "scipy", "pandas", "joblib", "matplotlib")},
+        "versions": package_versions(PACKAGES),
         "peers": _peers.peer_versions(),
-        "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": None,
     }
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    env["git_dirty"] = None if status is None else bool(status)
+    git = git_info()
+    env["git_commit"], env["git_dirty"] = git["commit"], git["dirty"]
     return env

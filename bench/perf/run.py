@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dpharness.bench import progress as _progress
+from dpharness.bench.report import progress as _progress
 from dpharness.bench.perf.environment import environment, load_average
 from dpharness.bench.perf.figure import plot_scaling
 from dpharness.bench.perf.finite import bench_finite
@@ -28,8 +28,9 @@ from dpharness.bench.perf.medians import bench_medians
 from dpharness.bench.perf.plan import BenchInputError, Plan
 from dpharness.bench.perf.report import PEER_HINT_NOTE, median_goal
 from dpharness.bench import schemas
-from dpharness.bench.results import atomic_write_text
-from dpharness.bench.verdicts import jsonable, run_manifest, verdict_block
+from dpharness.bench.run.folders import atomic_write_text
+from dpharness.bench.report.provenance import command_line
+from dpharness.bench.report.verdicts import jsonable, run_manifest, verdict_block
 from dpharness.bench.perf.gate import DEFAULT_ALPHA, DEFAULT_TOLERANCE, compare
 from dpharness.bench.perf.rows import ROW_FIELDS, SCHEMA, Report
 from dpharness.bench.perf.table1 import bench_table1
@@ -123,7 +124,7 @@ def _json_default(o: Any) -> Any:
 
 
 def _write_atomically(path: pathlib.Path, text: str) -> None:
-    """The harness's one atomic writer (:func:`bench.results.atomic_write_text`), folder created."""
+    """The harness's one atomic writer (:func:`bench.run.folders.atomic_write_text`), folder created."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, text)
 
@@ -188,7 +189,7 @@ def run_bench_to(plan: Plan, paths: tuple[pathlib.Path, pathlib.Path],
     doc = {
         "schema": SCHEMA,
         "created": started,
-        "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]) if sys.argv else None,
+        "command": command_line(empty=None),
         "quick": plan.quick,
         "plan": asdict(plan),
         "environment": env,

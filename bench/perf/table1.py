@@ -1,4 +1,4 @@
-"""The ``table1`` section: wall time of ``bench.runner.run`` on the Table 1 config at each --jobs.
+"""The ``table1`` section: wall time of ``bench.run.runner.run`` on the Table 1 config at each --jobs.
 
 jobs=1 is the floor, so ``ratio_to_floor`` of ``table1[jobs=2]`` is the inverse of the parallel
 speed-up. ``n`` is the number of tasks of the timed config.
@@ -23,7 +23,7 @@ __all__ = ["bench_table1"]
 
 
 def _call_runner(run: Callable[..., Any], cfg: Any, **kw: Any) -> Any:
-    """Call ``bench.runner.run`` with whichever of our keywords it accepts."""
+    """Call ``bench.run.runner.run`` with whichever of our keywords it accepts."""
     try:
         sig = inspect.signature(run)
         accepts_all = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
@@ -53,11 +53,11 @@ def bench_table1(plan: Plan, report: Report) -> None:
     try:
         import yaml
 
-        from dpharness.bench import runner
+        from dpharness.bench.run import runner
         run = runner.run
         raw = yaml.safe_load(cfg.read_text())
-    except Exception as exc:
-        report.skip("table1", name, f"bench.runner.run is not available ({type(exc).__name__}: {exc})")
+    except Exception as exc:  # broad: whatever keeps the runner or its config from loading skips this section
+        report.skip("table1", name, f"bench.run.runner.run is not available ({type(exc).__name__}: {exc})")
         return
     raw.pop("quick", None)
     config: Any = str(cfg)
@@ -93,7 +93,7 @@ def bench_table1(plan: Plan, report: Report) -> None:
             for impl in others:
                 impl.floor_times.setdefault(floor.name, {})[rep] = t
                 impl.times[rep] = impl.call()
-    except Exception as exc:
+    except Exception as exc:  # broad: a failing run skips this section, the other sections still report
         report.skip("table1", name, f"runner failed: {type(exc).__name__}: {exc}")
         return
     n = n_tasks.get("n", 1)

@@ -1,7 +1,7 @@
 """Accuracy regression checks: is a new run of a config worse than a committed baseline run?
 
 ``dpharness regress NEW_RUN_DIR BASELINE_RUN_DIR [--alpha 0.01] [--tolerance 0.05]
-[--update-baseline]`` compares two run folders written by :mod:`bench.runner` cell by cell (a cell
+[--update-baseline]`` compares two run folders written by :mod:`bench.run.runner` cell by cell (a cell
 is one combination of the experiment's ``cell_columns``, e.g. mechanism x epsilon) and exits
 
 * ``0`` when no cell is significantly worse than the baseline by more than the tolerance
@@ -20,7 +20,8 @@ nothing else ever writes into a baseline.
 
 Modules: :mod:`.load` (reading and matching run folders), :mod:`.stats` (the tests),
 :mod:`.compare` (cell by cell, verdicts), :mod:`.power` (detectable degradation), :mod:`.report`
-(the result and its CSV / markdown / text), :mod:`.baseline` (baselines), :mod:`.cli`.
+(the result and its CSV / markdown / text), :mod:`.baseline` (baselines), :mod:`.machine` (``--json``
+/ ``--junit``). The commands are :mod:`bench.cli.regress` and :mod:`bench.cli.regress_power`.
 
 The statistics
 --------------
@@ -45,7 +46,7 @@ Welch-Satterthwaite degrees of freedom; ``scipy.stats.ttest_ind``). Why Welch:
   the test assumes.
 
 Runs with the *same* root seed (the project's CI: the committed config re-run) share the datasets
-(``bench.tasks.data_rng`` keys them by root seed and data identity), so replicate ``i`` is the same
+(``bench.run.tasks.data_rng`` keys them by root seed and data identity), so replicate ``i`` is the same
 dataset in both runs. Then the per-dataset differences ``x_i - (1 + tolerance) b_i`` are tested with
 a one-sided **paired t-test** (``scipy.stats.ttest_rel``): the pairs are independent and
 identically distributed across datasets whatever the dependence inside a pair, so the test is
@@ -79,7 +80,6 @@ error flagged with 80 % power when it happens in one cell only (Holm's hardest c
 from __future__ import annotations
 
 from dpharness.bench.regress.baseline import is_baseline_location, update_baseline
-from dpharness.bench.regress.cli import cmd_regress
 from dpharness.bench.regress.compare import compare_cells, regress
 from dpharness.bench.regress.load import (
     BASELINE_FILES,
@@ -131,7 +131,6 @@ __all__ = [
     "power_table",
     "update_baseline",
     "is_baseline_location",
-    "cmd_regress",
     "REQUIRED_FILES",
     "BASELINE_FILES",
     "REPORT_FILES",

@@ -1,6 +1,6 @@
 """Reading run folders for ``dpharness regress`` and matching their cells.
 
-A run folder (written by :mod:`bench.runner`) holds ``results.csv`` (one tidy row per task, or per
+A run folder (written by :mod:`bench.run.runner`) holds ``results.csv`` (one tidy row per task, or per
 dataset and cell), the resolved ``config.yaml`` and ``manifest.json``, whose ``cell_columns``,
 ``metric`` (``metric_scaled``), ``replicate_column``, ``se_column`` and ``lower_is_better`` say how
 to read the results. Anything that makes a folder unusable -- missing, a file, not a run folder,
@@ -373,8 +373,8 @@ def check_comparable(new: Run, base: Run) -> None:
 
 
 def format_row(values: Sequence[Any]) -> list[str]:
-    """Canonical text of cell values (:func:`bench.tasks.format_value`; NaN as empty)."""
-    from dpharness.bench.tasks import format_value
+    """Canonical text of cell values (:func:`bench.run.tasks.format_value`; NaN as empty)."""
+    from dpharness.bench.run.tasks import format_value
 
     return [format_value(v) if not (isinstance(v, float) and math.isnan(v)) else "" for v in values]
 

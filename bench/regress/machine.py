@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dpharness.bench.verdicts import JUnitCase, run_manifest, verdict_block, write_json, write_junit
+from dpharness.bench.report.verdicts import JUnitCase, run_manifest, verdict_block, write_json, write_junit
 from dpharness.bench.regress.report import RegressionReport
 
 __all__ = ["SCHEMA", "regress_document", "regress_junit_cases", "write_regress_outputs"]

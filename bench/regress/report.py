@@ -1,9 +1,9 @@
 """The outcome of ``dpharness regress``: one row per cell, a verdict, and its text forms.
 
 :class:`RegressionReport` is a plain result; it formats itself (a header, an aligned text table
-and markdown, all through the one table writer :mod:`bench.tables`) and :meth:`RegressionReport.write`
+and markdown, all through the one table writer :mod:`bench.report.tables`) and :meth:`RegressionReport.write`
 writes ``regress.csv`` and ``regress.md`` atomically (a reader never sees a half-written file).
-Printing is left to :mod:`bench.regress.cli`.
+Printing is left to :mod:`bench.cli.regress`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpharness.bench.results import atomic_write_text
-from dpharness.bench.tables import format_text_table, to_markdown
+from dpharness.bench.run.folders import atomic_write_text
+from dpharness.bench.report.tables import format_text_table, to_markdown
 from dpharness.bench.regress.load import cell_label, format_row
 
 __all__ = ["RegressionReport", "REPORT_FILES"]

@@ -265,7 +265,7 @@ def assert_no_regression(new_results: Any, baseline_dir: Any, *, alpha: float = 
         compared.
     """
     from dpharness.bench.regress import RegressionInputError, is_baseline_location, regress
-    from dpharness.bench.tables import format_text_table
+    from dpharness.bench.report.tables import format_text_table
 
     new_dir = getattr(new_results, "run_dir", new_results)
     rep = regress(new_dir, baseline_dir, alpha=alpha, tolerance=tolerance, paired=paired)

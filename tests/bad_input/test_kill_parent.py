@@ -32,7 +32,7 @@ def test_workers_die_with_their_parent(tmp_path):
     cmd = [sys.executable, "-m", "dpharness", "run", str(ROOT / "configs" / "duff_n_sweep.yaml"), "--jobs", "2",
            "--out", str(tmp_path / "out")]
     # workers from the first chunk: whether the run would start them itself depends on how busy the
-    # machine is (bench.runner: PROBE_SECONDS, bench.cpu_share)
+    # machine is (bench.run.runner: PROBE_SECONDS, bench.run.cpu_share)
     env = {**os.environ, "DPHARNESS_PROBE_SECONDS": "0"}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
     kids: set[int] = set()

@@ -18,7 +18,7 @@ import pytest
 from conftest import assert_clean_error, files_under, run_cli
 
 from dpharness.bench.cli import main
-from dpharness.bench.runner import run
+from dpharness.bench.run.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 

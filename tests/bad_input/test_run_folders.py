@@ -21,7 +21,7 @@ import yaml
 from conftest import assert_clean_error, files_under, run_cli
 
 from dpharness.bench.cli import main
-from dpharness.bench.results import RunLock
+from dpharness.bench.run.folders import RunLock
 
 SMALL = {
     "name": "small",

@@ -120,7 +120,7 @@ AUDITS = {
 }
 
 #: For --jobs 2: 12 tasks of about 0.3 s, sent to the two workers (the test turns the in-process
-#: probe off: bench.runner.PROBE_SECONDS).
+#: probe off: bench.run.runner.PROBE_SECONDS).
 #: The slow count is correct: 12 repeats at alpha 1e-6 give a false flag with probability <= 1.2e-5.
 PARALLEL = {
     "name": "own_parallel",
@@ -202,7 +202,7 @@ def test_audit_own_project_flags_the_broken_count(tmp_path):
 @pytest.mark.statistical
 def test_audit_own_project_with_two_workers(tmp_path, monkeypatch):
     # workers from the first chunk: whether the run would start them itself depends on how busy the
-    # machine is (bench.runner: PROBE_SECONDS, bench.cpu_share)
+    # machine is (bench.run.runner: PROBE_SECONDS, bench.run.cpu_share)
     monkeypatch.setenv("DPHARNESS_PROBE_SECONDS", "0")
     proj = _project(tmp_path / "myproject", configs={"parallel.yaml": PARALLEL})
     proc = _dpharness("audit", "parallel.yaml", "--jobs", "2", "--out", "runs", "--json", "verdict.json", cwd=proj)

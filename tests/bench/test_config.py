@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from dpharness.bench.config import ConfigError, Ctx, config_hash, load_config
-from dpharness.bench.commands.validate import cmd_validate
-from dpharness.bench.tasks import format_value, make_key, stable_hash
+from dpharness.bench.cli.validate import run as cmd_validate
+from dpharness.bench.run.tasks import format_value, make_key, stable_hash
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -1,11 +1,11 @@
-"""Free processors for the run's workers (bench.cpu_share) and the runner's decision to start them
-(bench.runner._spread_estimate): exact arithmetic on scripted readings, no timing."""
+"""Free processors for the run's workers (bench.run.cpu_share) and the runner's decision to start them
+(bench.run.runner._spread_estimate): exact arithmetic on scripted readings, no timing."""
 
 from __future__ import annotations
 
 import pytest
-from dpharness.bench import cpu_share, runner
-from dpharness.bench.cpu_share import CpuShare
+from dpharness.bench.run import cpu_share, runner
+from dpharness.bench.run.cpu_share import CpuShare
 
 STAT = """cpu  900 0 300 5000 10 0 5 3 0 0
 cpu0 100 1 20 900 1 2 3 4 50 0

@@ -1,4 +1,4 @@
-"""bench.data: data specs from config entries, CSV reading, and data outside the declared range."""
+"""bench.config.data: data specs from config entries, CSV reading, and data outside the declared range."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dpharness.bench.config import ConfigError, Ctx, load_config
-from dpharness.bench.data import GENERATORS, DataSpec, csv_column, parse_data
+from dpharness.bench.config.data import GENERATORS, DataSpec, csv_column, parse_data
 from dpharness.bench.experiments import median_accuracy
-from dpharness.bench.tasks import Task, data_rng
+from dpharness.bench.run.tasks import Task, data_rng
 
 
 def parse(raw, base_dir: Path | None = None) -> tuple[tuple[DataSpec, ...], list]:
@@ -111,7 +111,7 @@ def test_outside_real_data(tmp_path):
 
 def test_every_generator_has_a_support_consistent_with_its_draws():
     # The support hull used by `outside` must contain every draw (else a valid config could be refused).
-    from dpharness.bench.data import _SUPPORT
+    from dpharness.bench.config.data import _SUPPORT
 
     rng = np.random.default_rng(0)
     for name, g in GENERATORS.items():

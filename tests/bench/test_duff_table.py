@@ -14,7 +14,7 @@ import yaml
 from dpharness.bench.config import load_config
 from dpharness.bench.experiments import median_accuracy
 from dpharness.bench.experiments.median_accuracy import order_statistic_truth
-from dpharness.bench.runner import run
+from dpharness.bench.run.runner import run
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "duff_table1.yaml"
 TABLE_COLUMNS = ["mechanism", "epsilon", "mean_x100", "std_x100", "se_x100", "paper_mean_x100", "paper_std_x100", "within_tolerance"]

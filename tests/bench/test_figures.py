@@ -39,8 +39,8 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from dpharness.bench import plots
-from dpharness.bench.runner import run
+from dpharness.bench.report import plots
+from dpharness.bench.run.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1.5  # pixels: what counts as "on" a spine / "the same" position
@@ -925,7 +925,7 @@ def test_full_size_median_figures_are_readable(name, tmp_path):
 
 @pytest.mark.slow
 def test_audit_run_figures_are_readable(tmp_path):
-    from dpharness.bench.audits.cli import cmd_audit  # noqa: F401 - the audit CLI path draws the same figures
+    from dpharness.bench.cli import audit  # noqa: F401 - the audit CLI path draws the same figures
 
     figs = _capture_run(ROOT / "configs" / "audit_mechanisms.yaml", tmp_path, quick=True)
     assert_readable(figs)

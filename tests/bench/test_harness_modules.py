@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from dpharness.bench import execution, run_dirs, run_result, validation, values, yaml_io
+from dpharness.bench.config import validation, values, yaml_io
+from dpharness.bench.run import claim, execution, result
 from dpharness.bench.config import ConfigError
 from dpharness.bench.experiments import _median_report, _median_spec, median_accuracy
-from dpharness.bench.tasks import Task
+from dpharness.bench.run.tasks import Task
 
 
 def _all_modules() -> list[str]:
@@ -74,8 +75,8 @@ def test_median_helpers_are_the_kind_s_parser_and_report():
 def test_run_dirs_refuse_an_out_that_is_a_file(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(run_result.RunError, match="file"):
-        run_dirs._check_out(f / "runs")
+    with pytest.raises(result.RunError, match="file"):
+        claim._check_out(f / "runs")
 
 
 def test_execute_task_turns_an_exception_into_an_error_record():

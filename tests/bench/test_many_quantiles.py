@@ -14,11 +14,12 @@ import pytest
 import yaml
 
 from dpharness import mechanisms
-from dpharness.bench import runner
+from dpharness.bench.run import runner
 from dpharness.bench.config import ConfigError, load_config
 from dpharness.bench.experiments import many_quantiles as mq
 from dpharness.bench.experiments.median_accuracy import order_statistic_truth
-from dpharness.bench.runner import run
+from dpharness.bench.run.outputs import TIMING_COLUMNS
+from dpharness.bench.run.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +118,7 @@ def test_indexp_error_at_m1_matches_its_exact_law():
 
 def _csv_without_timing(run_dir: Path) -> str:
     df = pd.read_csv(run_dir / "results.csv", dtype=str, keep_default_na=False)
-    return df.drop(columns=list(runner.TIMING_COLUMNS)).to_csv(index=False)
+    return df.drop(columns=list(TIMING_COLUMNS)).to_csv(index=False)
 
 
 def test_jobs_1_and_2_give_identical_results(tmp_path, monkeypatch):

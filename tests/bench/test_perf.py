@@ -18,7 +18,7 @@ import pytest
 from dpharness.bench import peers as peers_mod
 from dpharness.bench import schemas
 from dpharness.bench import perf
-from dpharness.bench.perf import cli as perf_cli
+from dpharness.bench.cli import bench as perf_cli
 from dpharness.bench.perf import figure, report, rows, timing
 from dpharness.bench.perf.build import make_mechanism
 from dpharness.bench.perf.plan import BenchInputError, Plan

@@ -1,6 +1,6 @@
 """Tests of ``dpharness regress`` on run folders (bench/regress/: load, compare, report, cli).
 
-Synthetic run folders (the layout bench/runner.py writes: results.csv, config.yaml, manifest.json
+Synthetic run folders (the layout bench/run/runner.py writes: results.csv, config.yaml, manifest.json
 with cell_columns and metric) test the verdicts, the input checks, the report files and the
 command line. The statistics alone: test_regress_stats.py; the committed baselines re-run:
 test_regress_baselines.py; bad input through the CLI: tests/bad_input/test_regress_cli.py.
@@ -352,7 +352,7 @@ def test_report_files_are_complete_and_replace_earlier_ones(tmp_path, capsys):
     np.testing.assert_allclose(table["p_value"], rep.cells["p_value"], rtol=1e-12)
     md = (new / "regress.md").read_text().splitlines()
     i = md.index("| cell | baseline | new | change % | p-value | verdict | detectable % |")
-    assert md[i + 1] == "|---|---:|---:|---:|---:|---|---:|"  # numbers right-aligned (bench.tables)
+    assert md[i + 1] == "|---|---:|---:|---:|---:|---|---:|"  # numbers right-aligned (bench.report.tables)
     assert len(md) == i + 2 + 6 and sum("REGRESSION" in line for line in md[i + 2:]) == 1
 
 

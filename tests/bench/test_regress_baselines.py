@@ -25,7 +25,7 @@ BASELINE_CONFIGS = {
 
 
 def fresh_run(config: Path, out: Path, seed: int | None = None) -> Path:
-    from dpharness.bench.runner import run
+    from dpharness.bench.run.runner import run
 
     res = run(config, jobs=1, out=out, seed=seed, progress=False)
     assert res.errors == 0, res.results.loc[res.results["status"] != "ok", "message"].head().tolist()

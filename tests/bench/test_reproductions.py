@@ -17,7 +17,7 @@ import yaml
 from dpharness import mechanisms
 from dpharness.bench.config import ConfigError, load_config
 from dpharness.bench.experiments import pf_vs_em, topk_utility
-from dpharness.bench.runner import run
+from dpharness.bench.run.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from dpharness.bench.results import (
+from dpharness.bench.run.folders import (
     RunFolderBusy,
     RunLock,
     TaskStore,
@@ -56,7 +56,7 @@ def test_clean_stale_tmp_removes_only_temporaries(tmp_path):
 
 HOLD = """
 import sys, time
-from dpharness.bench.results import RunLock
+from dpharness.bench.run.folders import RunLock
 RunLock(sys.argv[1]).acquire()
 print("locked", flush=True)
 time.sleep(60)

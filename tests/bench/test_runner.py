@@ -15,12 +15,14 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from dpharness.bench import execution, runner
+from dpharness.bench.run import execution, runner
 from dpharness.bench.experiments import median_accuracy
-from dpharness.bench.commands.plot import cmd_plot
-from dpharness.bench.results import RunLock, TaskStore
-from dpharness.bench.runner import ChunkPlan, RunError, run, spread_order
-from dpharness.bench.tasks import Task
+from dpharness.bench.cli.plot import run as cmd_plot
+from dpharness.bench.run.folders import RunLock, TaskStore
+from dpharness.bench.run.chunks import ChunkPlan, spread_order
+from dpharness.bench.run.outputs import TIMING_COLUMNS
+from dpharness.bench.run.runner import RunError, run
+from dpharness.bench.run.tasks import Task
 
 SMALL = {
     "name": "small",
@@ -40,12 +42,12 @@ SMALL = {
 
 def no_timing(res_or_df) -> pd.DataFrame:
     df = res_or_df.results if hasattr(res_or_df, "results") else res_or_df
-    return df.drop(columns=list(runner.TIMING_COLUMNS)).reset_index(drop=True)
+    return df.drop(columns=list(TIMING_COLUMNS)).reset_index(drop=True)
 
 
 def csv_text(run_dir) -> str:
     df = pd.read_csv(run_dir / "results.csv", dtype=str, keep_default_na=False)
-    return df.drop(columns=list(runner.TIMING_COLUMNS)).to_csv(index=False)
+    return df.drop(columns=list(TIMING_COLUMNS)).to_csv(index=False)
 
 
 @pytest.fixture
@@ -602,7 +604,7 @@ def test_every_kind_satisfies_the_plugin_protocol(tmp_path, monkeypatch):
 def test_progress_lines_off_a_terminal_and_silent_for_short_runs(tmp_path, capsys):
     import io
 
-    from dpharness.bench.progress import progress
+    from dpharness.bench.report.progress import progress
 
     buf = io.StringIO()
     with progress(10, desc="demo", initial=2, stream=buf, delay=0.0, interval=0.0) as bar:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dpharness.bench.results import TaskStore
+from dpharness.bench.run.folders import TaskStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def test_signal_keeps_finished_tasks_and_leaves_no_temporary_file(tmp_path, jobs
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"}
     if jobs > 1:
         # workers from the first chunk: whether the run would start them itself depends on how busy
-        # the machine is (bench.runner: PROBE_SECONDS, bench.cpu_share)
+        # the machine is (bench.run.runner: PROBE_SECONDS, bench.run.cpu_share)
         env["DPHARNESS_PROBE_SECONDS"] = "0"
     proc = subprocess.Popen([sys.executable, "-m", "dpharness", "run", str(cfg), "--out", str(out), "--jobs", str(jobs)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -1,4 +1,4 @@
-"""The one table writer (bench/tables.py): text and markdown, number formats and alignment."""
+"""The one table writer (bench/report/tables.py): text and markdown, number formats and alignment."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from dpharness.bench.tables import format_text_table, to_markdown
+from dpharness.bench.report.tables import format_text_table, to_markdown
 
 DF = pd.DataFrame({"mechanism": ["Duff", "SS|a"], "epsilon": [0.5, 1.0], "error": [0.123456, 12.0],
                    "ok": [True, False], "note": [math.nan, "x"]})

@@ -10,7 +10,7 @@ import pytest
 
 from dpharness.bench.config import ConfigError, load_config
 from dpharness.bench.experiments import _textbook, private_mode, randomized_response
-from dpharness.bench.runner import run
+from dpharness.bench.run.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {

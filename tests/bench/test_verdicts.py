@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 from dpharness.bench import perf, schemas
 from dpharness.bench.cli import main
-from dpharness.bench.perf import cli as perf_cli
 from dpharness.bench.perf import gate
+from dpharness.bench.perf import run as perf_run
 from dpharness.bench.regress.stats import holm, welch_greater
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ def test_bench_cli_exits_1_on_a_slowdown_and_0_against_itself(tmp_path, monkeypa
     # CLI's gate -- baseline loaded and checked, compared, table printed, exit code, JSON verdict
     bench_doc = _synthetic()
     key = "median n=1000 laplace_median_global / np.sort"
-    real = perf_cli.run_bench_to
+    real = perf_run.run_bench_to
 
     def fake_run(plan, paths, log=None, progress=False, **kw):
         monkeypatch.setattr("dpharness.bench.perf.run._SECTIONS",
@@ -172,7 +172,7 @@ def test_bench_cli_exits_1_on_a_slowdown_and_0_against_itself(tmp_path, monkeypa
             r["ratio_to_floor_samples"] = [x / 2 for x in r["ratio_to_floor_samples"]]
     old.write_text(json.dumps(half))
     fake_run.rows = bench_doc["rows"]
-    monkeypatch.setattr(perf_cli, "run_bench_to", fake_run)
+    monkeypatch.setattr(perf_run, "run_bench_to", fake_run)
     argv = ["bench", "--quick", "--only", "median", "--json", str(tmp_path / "new.json"), "--baseline", str(old)]
     assert main(argv) == 1
     out = capsys.readouterr().out

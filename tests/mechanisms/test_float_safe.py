@@ -369,7 +369,7 @@ def test_textbook_laplace_is_flagged_on_the_same_pair():
 
 
 def test_float_audit_script_rows():
-    from dpharness.bench.float_audit import float_audit, table
+    from dpharness.bench.audits.float_registry import float_audit, table
 
     rows = float_audit(["exponential", "snapping"], budget=20_000, seed=0)
     assert rows[0]["on"] is None and rows[0]["kind"] == "finite"

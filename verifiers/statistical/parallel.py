@@ -16,25 +16,32 @@ that module must be importable in the workers (installed, or on their ``sys.path
 started elsewhere needs it installed there). Objects holding OS handles or foreign pointers (an
 OpenDP ``Measurement``) do not pickle: wrap a module-level factory instead, or use
 ``backend="threading"`` (useful when the library releases the GIL).
+
+The backends themselves -- :data:`BACKENDS`, a dask client for the duration (:func:`dask_client`) and
+running calls on joblib's workers (:func:`run_parallel`) -- are also what ``dpharness run`` sends its
+chunks of tasks to (``bench.run.backends``), so both parallelise the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from dpharness.verifiers.statistical.draws import count_draws, draw, stream
 
 __all__ = ["sampling", "chunk_sizes", "sample_draws", "sample_count", "sample_draws_pair", "sample_count_pair", "active", "BACKENDS", "CHUNK", "MIN_CHUNK",
-           "MAX_CHUNKS", "check_jobs"]
+           "MAX_CHUNKS", "check_jobs", "SCHEDULER_TIMEOUT", "dask_client", "quiet_distributed", "run_parallel"]
 
-#: Backends of :func:`sampling` (as ``dpharness run --backend``).
+#: Backends of :func:`sampling` and of ``dpharness run --backend``.
 BACKENDS = ("loky", "threading", "dask")
+#: How long a dask scheduler may take to answer before the connection fails (seconds).
+SCHEDULER_TIMEOUT = 5.0
 #: Key element that marks a chunk's Generator (``stream(seed, *key, CHUNK, i)``).
 CHUNK = 7
 #: Smallest chunk (rows) and most chunks per keyed batch: a batch of n draws has
@@ -52,13 +59,72 @@ class _Sampler:
     def map(self, fn: Any, items: list[tuple]) -> list[Any]:
         if self.jobs == 1 or len(items) == 1:  # the same keyed chunks, drawn here: identical results
             return [fn(*it) for it in items]
-        from joblib import Parallel, delayed, parallel_config
+        return list(run_parallel(fn, items, self.backend, self.jobs))
 
-        if self.backend == "dask":
-            with parallel_config(backend="dask"):
-                return list(Parallel(n_jobs=-1, batch_size=1)(delayed(fn)(*it) for it in items))
-        with parallel_config(backend=self.backend, n_jobs=self.jobs):
-            return list(Parallel(batch_size=1)(delayed(fn)(*it) for it in items))
+
+def run_parallel(fn: Callable[..., Any], args: Iterable[tuple], backend: str, jobs: int, *,
+                 return_as: str = "list", **pool: Any) -> Iterator[Any]:
+    """``fn(*a)`` for every ``a`` of ``args`` on joblib's workers, one call per batch: ``jobs`` loky
+    processes or threads, or every worker of the current dask client (``backend="dask"``).
+
+    Yields the results in order (``return_as="generator_unordered"``: as they finish). ``args`` is
+    consumed lazily, as workers free up. ``pool`` goes to joblib's ``parallel_config`` of the
+    process and thread backends (a loky ``initializer``, ``inner_max_num_threads``): equal arguments
+    let joblib reuse its running loky pool."""
+    from joblib import Parallel, delayed, parallel_config
+
+    calls = (delayed(fn)(*a) for a in args)
+    if backend == "dask":
+        with parallel_config(backend="dask"):
+            yield from Parallel(n_jobs=-1, batch_size=1, return_as=return_as)(calls)
+        return
+    with parallel_config(backend=backend, n_jobs=jobs, **pool):
+        yield from Parallel(batch_size=1, return_as=return_as)(calls)
+
+
+@contextlib.contextmanager
+def quiet_distributed() -> Iterator[None]:
+    """dask's loggers (``distributed``, ``tornado``) silenced for the duration: a scheduler that does
+    not answer is then reported once, by the caller, not by pages of connection retries."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, lv in zip(loggers, levels):
+            lg.setLevel(lv)
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int | None, *, quiet: bool = False) -> Iterator[Any]:
+    """A dask client for the duration, closed on exit: connected to ``scheduler`` (which must answer
+    within :data:`SCHEDULER_TIMEOUT` s), or to a local cluster of ``workers`` single-threaded worker
+    processes (``None``: dask's default, one per core) started for the duration.
+
+    Raises ImportError without the ``dask`` extra, and whatever the connection raises when the
+    scheduler does not answer (callers word the message). ``quiet`` silences dask's loggers while
+    connecting and closing (:func:`quiet_distributed`) and the local cluster's logs below ERROR."""
+    from dask.distributed import Client, LocalCluster
+
+    hush = quiet_distributed if quiet else contextlib.nullcontext
+    if scheduler:
+        with hush():
+            client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
+        try:
+            yield client
+        finally:
+            with hush():
+                client.close()
+        return
+    with contextlib.ExitStack() as stack:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               **({"silence_logs": logging.ERROR} if quiet else {}))
+        stack.callback(cluster.close)
+        client = Client(cluster)
+        stack.callback(client.close)  # closed first, then its cluster
+        yield client
 
 
 _ACTIVE: list[_Sampler] = []
@@ -111,22 +177,15 @@ def sampling(jobs: int | None, backend: str | None = None, scheduler: str | None
             _ACTIVE.pop()
         return
     try:
-        from dask.distributed import Client, LocalCluster
+        import dask.distributed  # noqa: F401 - the optional extra, checked before anything starts
     except ImportError:
         raise ValueError("backend='dask' needs the optional extra: pip install 'dpharness[dask]'") from None
-    with contextlib.ExitStack() as stack:
-        if scheduler:
-            client = stack.enter_context(Client(scheduler, timeout=5))
-        else:
-            cluster = stack.enter_context(LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                                                       dashboard_address=None))
-            client = stack.enter_context(Client(cluster))
+    with dask_client(scheduler, jobs):
         _ACTIVE.append(_Sampler(jobs, "dask", scheduler))
         try:
             yield
         finally:
             _ACTIVE.pop()
-        del client
 
 
 def chunk_sizes(n: int) -> list[int]:
