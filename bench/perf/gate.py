@@ -135,7 +135,7 @@ def load_baseline(path: Any, plan: Plan | None = None) -> dict[str, Any]:
                               f"got schema {schema!r}")
     _check_rows(doc["rows"], p)
     bench = benchmark_samples(doc)
-    if not any(b["samples"] and len(b["samples"]) >= 2 for b in bench.config.values()):
+    if not any(b["samples"] and len(b["samples"]) >= 2 for b in bench.values()):
         raise BenchInputError(f"--baseline: {p} has no benchmark with 2 or more repetitions of its ratio; "
                               "nothing could be tested")
     if plan is not None:
@@ -143,7 +143,7 @@ def load_baseline(path: Any, plan: Plan | None = None) -> dict[str, Any]:
         if old_quick != plan.quick:
             raise BenchInputError(f"--baseline: {p} was measured {'with' if old_quick else 'without'} --quick; "
                                   f"compare runs of the same tier ({'add' if old_quick else 'drop'} --quick)")
-        sections = {b["section"] for b in bench.config.values()}
+        sections = {b["section"] for b in bench.values()}
         if not sections & set(plan.sections):
             raise BenchInputError(f"--baseline: {p} has sections {', '.join(sorted(sections))}, none of which this run "
                                   f"measures ({', '.join(plan.sections)}); choose --only accordingly")
