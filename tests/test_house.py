@@ -27,39 +27,12 @@ MAX_LINES = 600
 #: Modules over MAX_LINES that other helpers are splitting concurrently. The lead empties this set
 #: when the splits merge; do not add to it.
 BEING_SPLIT: frozenset[str] = frozenset({
-    "verifiers/neighbours.py",
-    "dpharness/adapters.py",
-    "dpharness/testing.py",
-    "verifiers/statistical/sequential.py",
     "bench/audits/spec.py",
 })
 
 #: Files whose broad excepts are uncommented and which other helpers own (narrowing or commenting
 #: them). The lead empties this set when their work merges; do not add to it.
-UNCOMMENTED_BROAD_EXCEPT: frozenset[str] = frozenset({
-    "bench/audits/build.py",
-    "bench/run/backends.py",
-    "bench/cli/run.py",
-    "bench/config.py",
-    "bench/config/data.py",
-    "bench/run/execution.py",
-    "bench/peers/__init__.py",
-    "bench/perf/build.py",
-    "bench/perf/finite.py",
-    "bench/perf/medians.py",
-    "bench/perf/table1.py",
-    "bench/perf/verifier.py",
-    "bench/regress/baseline.py",
-    "bench/run/folders.py",
-    "bench/run/claim.py",
-    "bench/run/outputs.py",
-    "bench/run/runner.py",
-    "dpharness/adapters.py",
-    "dpharness/testing.py",
-    "verifiers/claims.py",
-    "verifiers/neighbours.py",
-    "verifiers/statistical/search.py",
-})
+UNCOMMENTED_BROAD_EXCEPT: frozenset[str] = frozenset()
 
 _BROAD = {"Exception", "BaseException"}
 #: Comment markers that are instructions to tools, not explanations.

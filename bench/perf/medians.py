@@ -105,7 +105,7 @@ def bench_medians(plan: Plan, report: Report) -> None:
                     check_input(impl)
                     impl.set_inner(impl.predicted, plan.min_timing)
                     impl.predicted *= impl.inner
-                except Exception as exc:
+                except Exception as exc:  # an implementation (ours or a peer's) may fail in any way: the case is skipped with its error
                     report.skip("median", impl.name, f"n={n:g}: error: {type(exc).__name__}: {exc}")
                     continue
             grant_repeats(impl, plan, plan.repeats)

@@ -42,13 +42,13 @@ def bench_verifier(plan: Plan, report: Report) -> None:
     try:
         from dpharness import verifiers
         audit = verifiers.audit
-    except Exception as exc:
+    except Exception as exc:  # a half-built tree is reported as a skipped case, not a crash
         for name in plan.verifier_mechanisms:
             report.skip("verifier", f"audit[{name}]", f"verifiers.audit is not available ({exc})")
         return
     try:
         from dpharness import mechanisms
-    except Exception as exc:
+    except Exception as exc:  # a half-built tree is reported as a skipped case, not a crash
         report.skip("verifier", "audit", f"mechanisms fails to import: {exc}")
         return
     for name in plan.verifier_mechanisms:
@@ -59,7 +59,7 @@ def bench_verifier(plan: Plan, report: Report) -> None:
         try:
             mech, d1 = mechanisms.registry.get(name).example()
             d2 = neighbour(mech, d1)
-        except Exception as exc:
+        except Exception as exc:  # a mechanism's example may fail in any way: the case is skipped with its error
             report.skip("verifier", label, f"example() failed: {type(exc).__name__}: {exc}")
             continue
         for samples in plan.verifier_samples:
@@ -78,7 +78,7 @@ def bench_verifier(plan: Plan, report: Report) -> None:
             try:
                 timed(lambda: floor.fn(0))
                 impl.predicted = timed(lambda: impl.fn(0))
-            except Exception as exc:
+            except Exception as exc:  # an audit may fail in any way: the case is skipped with its error
                 report.skip("verifier", label, f"samples={samples:g}: error: {type(exc).__name__}: {exc}")
                 report.step(f"verifier {name} samples={samples:g}")
                 continue

@@ -106,13 +106,13 @@ def update_baseline(new_dir: str | Path, baseline_dir: str | Path) -> list[Path]
             dst.rename(old)
             try:
                 tmp.rename(dst)
-            except BaseException:
+            except BaseException:  # any interruption (KeyboardInterrupt included) puts the old baseline back, then re-raises
                 old.rename(dst)  # put the old baseline back
                 raise
             shutil.rmtree(old)
         else:
             tmp.rename(dst)
-    except BaseException:
+    except BaseException:  # any interruption (KeyboardInterrupt included) puts the old baseline back, then re-raises
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return copied

@@ -135,7 +135,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                     a.append(y1)
                     b.append(y2)
                     spent += 2 * m
-            except Exception as exc:
+            except Exception as exc:  # any failure of a generated pair is reported, not fatal
                 if not generated:
                     raise
                 skipped.append({"pair": pairs[j].label, "error": f"{type(exc).__name__}: {exc}"[:300]})
