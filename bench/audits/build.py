@@ -27,6 +27,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
+
 from dpharness.bench.config import ConfigError, Ctx
 from dpharness.bench.values import did_you_mean
 
@@ -302,9 +304,10 @@ def given_pairs(audit: AuditSpec, mech: Any) -> list[tuple[Any, Any, str]]:
 
 
 def _param_path(exc: Exception, params: dict) -> str:
-    """``mechanism.<param>`` when the builder's message starts with a parameter's name."""
-    head = str(exc).split(" ", 1)[0].rstrip(":,")
-    return f"mechanism.{head}" if head in params else "mechanism"
+    """``mechanism.<param>`` when the builder refused the value of a parameter the config gives
+    (a :class:`~dpharness.mechanisms.base.ParamError` names it), else ``mechanism``."""
+    field = exc.field if isinstance(exc, ParamError) else None
+    return f"mechanism.{field}" if field in params else "mechanism"
 
 
 def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:

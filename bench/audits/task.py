@@ -90,11 +90,11 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
         from dpharness.verifiers import Pair
 
         pairs = [Pair(d1, d2, lab) for d1, d2, lab in given_pairs(a, mech)]
-        v = verifiers.statistical.search(mech, generator=pairs, budget=samples, alpha=a.alpha, rng=seed, **kw)
+        v = verifiers.search(mech, generator=pairs, budget=samples, alpha=a.alpha, rng=seed, **kw)
         label = v.witness.pair_label if v.witness else ""
         row.update(_published(a.mechanism["suite"]))
     elif a.search:
-        v = verifiers.statistical.search(mech, generator=a.generator, budget=samples, alpha=a.alpha, rng=seed, **kw)
+        v = verifiers.search(mech, generator=a.generator, budget=samples, alpha=a.alpha, rng=seed, **kw)
         label = v.witness.pair_label if v.witness else ""
         if "suite" in a.mechanism:
             row.update(_published(a.mechanism["suite"]))

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
 from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
 from dpharness.verifiers.events import FLOAT_VECTOR_WIDTH, Candidates, Event, concat, finite_candidates, float_candidates, vector_candidates
@@ -331,7 +332,7 @@ def check_sequential(sequential: Any) -> bool:
 
 def check_samples(samples: Any, name: str = "samples", minimum: int = 2) -> int:
     if not isinstance(samples, (numbers.Integral, np.integer)) or isinstance(samples, bool) or samples < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {samples!r}")
+        raise ParamError(name, f"{name} must be an integer >= {minimum}, got {samples!r}")
     return int(samples)
 
 
@@ -339,7 +340,7 @@ def check_selection(selection: Any, name: str = "selection") -> float:
     """The selection share: a number strictly between 0 and 1 (``ValueError`` naming it otherwise)."""
     ok = isinstance(selection, (numbers.Real, np.floating, np.integer)) and not isinstance(selection, bool)
     if not ok or not (0.0 < float(selection) < 1.0):
-        raise ValueError(f"{name} must be a number in (0, 1), got {selection!r}")
+        raise ParamError(name, f"{name} must be a number in (0, 1), got {selection!r}")
     return float(selection)
 
 
@@ -408,10 +409,10 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     samples = check_samples(samples)
     alpha = bounds.check_alpha(alpha)
     if not isinstance(events, str) or events not in EVENT_SETS:
-        raise ValueError(f"events must be one of {', '.join(map(repr, EVENT_SETS))}, got {events!r}")
+        raise ParamError("events", f"events must be one of {', '.join(map(repr, EVENT_SETS))}, got {events!r}")
     check_selection(selection)
     if direction is not None and (not isinstance(direction, str) or direction not in DIRECTIONS):
-        raise ValueError(f"direction must be one of {', '.join(map(repr, DIRECTIONS))} or None (both), got {direction!r}")
+        raise ParamError("direction", f"direction must be one of {', '.join(map(repr, DIRECTIONS))} or None (both), got {direction!r}")
     if event is not None and not isinstance(event, Event):
         raise TypeError(f"event must be a verifiers.Event or None, got {type(event).__name__} {event!r}")
     if not isinstance(check_pair, (bool, np.bool_)):
