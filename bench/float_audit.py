@@ -25,7 +25,7 @@ __all__ = ["float_audit", "main"]
 
 def _one(mech: Any, float_events: bool, budget: int, alpha: float, seed: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    v = verifiers.statistical.search(mech, budget=budget, alpha=alpha, rng=seed, float_events=float_events)
+    v = verifiers.search(mech, budget=budget, alpha=alpha, rng=seed, float_events=float_events)
     w = v.witness
     return {"violated": bool(v.violated), "support": bool(v.support_violation),
             "epsilon_lower": float(v.epsilon_lower), "pairs": v.pairs_tried,

@@ -204,7 +204,7 @@ class AuditSet:
     #: Set by :func:`bench.audits.build.check` once every costly check of this spec passed, so that
     #: checking the same spec again (``dpharness audit`` checks before it prints, the runner before it
     #: creates the run folder) is free. Not part of the spec's value.
-    checked: bool = field(default=False, compare=False, repr=False)
+    checked: bool = field(default=False, init=False, compare=False, repr=False)
 
     def audit(self, audit_id: str) -> AuditSpec:
         return next(a for a in self.audits if a.id == audit_id)

@@ -372,7 +372,7 @@ def test_float_events_key_reaches_the_verifier(tmp_path, monkeypatch, clean_impo
     proj = _project(tmp_path / "proj", pkg, configs={"a.yaml": cfg})
     monkeypatch.chdir(proj)
     seen: list = []
-    real_audit, real_search = verifiers.audit, verifiers.statistical.search
+    real_audit, real_search = verifiers.audit, verifiers.search
 
     def spy(real):
         def call(*args, **kw):

@@ -131,16 +131,16 @@ def test_dpsniper_floating_point_experiment():
     # own pairs ([1] vs [0], [1] vs [2], swapped) from a search of 4 * 10^5 calls; the fixed one passes.
     pairs = [([1.0], [0.0]), ([0.0], [1.0]), ([1.0], [2.0]), ([2.0], [1.0])]
     bad = verifiers.wrap(_dpsniper_float_laplace, epsilon=0.1, neighbours="one_differ")
-    v = verifiers.statistical.search(bad, generator=pairs, budget=400_000, alpha=1e-3, rng=1, float_events=True)
+    v = verifiers.search(bad, generator=pairs, budget=400_000, alpha=1e-3, rng=1, float_events=True)
     assert v.violated and v.support_violation and v.epsilon_lower > 2.0
     fixed = verifiers.wrap(_dpsniper_float_fixed, epsilon=0.1, neighbours="one_differ")
-    w = verifiers.statistical.search(fixed, generator=pairs, budget=400_000, alpha=1e-3, rng=1, float_events=True)
+    w = verifiers.search(fixed, generator=pairs, budget=400_000, alpha=1e-3, rng=1, float_events=True)
     assert not w.violated, w.summary
 
 
 def test_float_events_in_search_sequential_and_assert_dp():
     m = _textbook()
-    v = verifiers.statistical.search(m, budget=100_000, alpha=1e-3, rng=2, float_events=True)
+    v = verifiers.search(m, budget=100_000, alpha=1e-3, rng=2, float_events=True)
     assert v.violated and v.support_violation
     s = verifiers.audit(m, 0.0, 1.0, samples=100_000, alpha=1e-3, rng=2, float_events=True, sequential=True)
     assert s.violated and s.calls < 2 * 100_000

@@ -37,8 +37,8 @@ def test_audit_and_search_are_identical_for_any_number_of_workers(how):
     one = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, jobs=1)
     other = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, **how)
     assert one.violated and _key(one) == _key(other)
-    s1 = verifiers.statistical.search(m, budget=60_000, alpha=1e-3, rng=4, jobs=1)
-    s2 = verifiers.statistical.search(m, budget=60_000, alpha=1e-3, rng=4, **how)
+    s1 = verifiers.search(m, budget=60_000, alpha=1e-3, rng=4, jobs=1)
+    s2 = verifiers.search(m, budget=60_000, alpha=1e-3, rng=4, **how)
     assert _key(s1) == _key(s2)
     q1 = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, jobs=1, sequential=True)
     q2 = verifiers.audit(m, 0.0, 1.0, samples=30_000, alpha=1e-3, rng=4, sequential=True, **how)
@@ -67,7 +67,7 @@ def test_a_correct_claim_stays_unflagged_and_bad_arguments_are_named():
     with pytest.raises(ValueError, match="needs backend='dask'"):
         verifiers.audit(m, 0.0, 1.0, samples=100, jobs=2, scheduler="tcp://localhost:1")
     with pytest.raises(ValueError, match="need jobs="):
-        verifiers.statistical.search(m, budget=100, backend="threading")
+        verifiers.search(m, budget=100, backend="threading")
 
 
 def test_a_local_dask_cluster_gives_the_same_verdict():

@@ -295,7 +295,7 @@ def test_correct_mechanism_reaches_a_large_budget_in_few_looks():
 
 def test_search_and_replay_dispatch():
     m = zoo.make("laplace_inverted_scale", epsilon=0.5)
-    v = verifiers.statistical.search(m, budget=4000, rng=1, sequential=True)
+    v = verifiers.search(m, budget=4000, rng=1, sequential=True)
     assert v.extra["sequential"] and v.calls <= 4000 and v.pairs_tried > 1
     w = m.witness()
     r = verifiers.audit(m, w.d1, w.d2, samples=400, rng=2, event=w.event, direction=w.direction, sequential=True)
@@ -313,7 +313,7 @@ def test_bad_sequential_is_refused_by_name(bad):
     with pytest.raises(TypeError, match="sequential"):
         verifiers.audit(m, w.d1, w.d2, samples=100, rng=1, sequential=bad)
     with pytest.raises(TypeError, match="sequential"):
-        verifiers.statistical.search(m, budget=1000, rng=1, sequential=bad)
+        verifiers.search(m, budget=1000, rng=1, sequential=bad)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def test_search_merges_swapped_pairs():
     assert [p.label for p in kept] == ["a", "b"] and merged == 2
     m = zoo.make("noisy_histogram_half_noise")
     w = m.witness()
-    v = verifiers.statistical.search(m, generator=[(w.d1, w.d2), (w.d2, w.d1)], budget=20000, rng=1)
+    v = verifiers.search(m, generator=[(w.d1, w.d2), (w.d2, w.d1)], budget=20000, rng=1)
     assert v.pairs_tried == 1 and v.extra["swapped_pairs_merged"] == 1
 
 
@@ -189,7 +189,7 @@ def test_structured_twins_pass_at_small_alpha(name):
 
 def test_search_flags_broken_histogram_with_generated_pairs():
     m = zoo.make("noisy_histogram_half_noise")
-    v = verifiers.statistical.search(m, budget=60000, rng=3)
+    v = verifiers.search(m, budget=60000, rng=3)
     assert v.violated and v.pairs_tried > 5, v.summary
 
 
@@ -243,13 +243,13 @@ def test_search_skips_and_reports_pairs_that_raise():
         return d + rng.laplace(size=(n, d.size))
 
     m = verifiers.wrap(fn, epsilon=1.0, neighbours="one_differ", sensitivity=1.0)
-    v = verifiers.statistical.search(m, budget=20000, rng=0)
+    v = verifiers.search(m, budget=20000, rng=0)
     skipped = v.extra["skipped_pairs"]
     assert skipped and all("OverflowError: a bin of 4 overflows" in s["error"] for s in skipped)
     assert all("far ahead" in s["pair"] for s in skipped)
     # a pair the user gave is a contract: the error is raised
     with pytest.raises(OverflowError):
-        verifiers.statistical.search(m, generator=[(np.full(5, 4.0), np.full(5, 4.0) + np.eye(5)[0])], budget=2000, rng=0)
+        verifiers.search(m, generator=[(np.full(5, 4.0), np.full(5, 4.0) + np.eye(5)[0])], budget=2000, rng=0)
 
 
 # -- soundness on tight correct controls with vector outputs (V5) -------------------------------

@@ -73,14 +73,14 @@ def test_approximate_claim_reports_delta_lower():
 
 def test_search_finds_broken_and_counts_calls():
     m = zoo.make("rnm_shared_noise")
-    v = verifiers.statistical.search(m, budget=4000, rng=4)
+    v = verifiers.search(m, budget=4000, rng=4)
     assert v.violated and v.support_violation and v.pairs_tried > 1
     assert v.calls <= 4000
     assert verifiers.are_neighbours(v.witness.d1, v.witness.d2, m.claim)
     # explicit pairs and a family name are accepted as generators
-    v2 = verifiers.statistical.search(m, generator=[([1.0, 0.0], [0.0, 1.0])], budget=1000, rng=5)
+    v2 = verifiers.search(m, generator=[([1.0, 0.0], [0.0, 1.0])], budget=1000, rng=5)
     assert v2.violated and v2.pairs_tried == 1
-    assert verifiers.statistical.search(m, generator="scores", budget=4000, rng=6).pairs_tried > 1
+    assert verifiers.search(m, generator="scores", budget=4000, rng=6).pairs_tried > 1
 
 
 def test_wrap_plain_function_real_and_finite():
@@ -95,7 +95,7 @@ def test_wrap_plain_function_real_and_finite():
     # Lap(1) on a sum of records in [0, 1] is 1-DP, claimed 0.5: flagged
     v = verifiers.audit(mech, [0.0, 1.0], [0.0, 1.0, 1.0], samples=4000, rng=7)
     assert v.violated and v.epsilon_lower > 0.5
-    assert verifiers.statistical.search(mech, budget=20000, rng=8).violated
+    assert verifiers.search(mech, budget=20000, rng=8).violated
 
     def rr(data, size, rng):  # randomized response with e^1 odds: 1-DP
         keep = rng.random(size) < math.e / (1 + math.e)
@@ -128,7 +128,7 @@ def test_wrap_and_audit_reject_bad_input():
     with pytest.raises(ValueError, match="not value neighbours.*exceeds the sensitivity"):  # |0 - 5| > 1
         verifiers.audit(ok, 0.0, 5.0, samples=100, rng=1)
     with pytest.raises(ValueError, match="budget"):
-        verifiers.statistical.search(ok, budget=3, rng=1)
+        verifiers.search(ok, budget=3, rng=1)
     # NaN is a legal scalar output ("no answer"): always NaN is as private as a constant
     nan = verifiers.wrap(lambda d, n, r: np.full(n, np.nan), epsilon=1.0, neighbours="value")
     assert not verifiers.audit(nan, 0.0, 1.0, samples=100, rng=1).violated

@@ -157,7 +157,7 @@ def test_correct_controls_pass_at_alpha_1e6(name, params):
     w = m.witness()
     v = verifiers.audit(m, w.d1, w.d2, samples=20000, alpha=1e-6, rng=5)
     assert not v.violated and v.epsilon_lower <= m.claim.epsilon
-    s = verifiers.statistical.search(m, budget=20000, alpha=1e-6, rng=6)
+    s = verifiers.search(m, budget=20000, alpha=1e-6, rng=6)
     assert not s.violated and s.pairs_tried > 1
 
 
@@ -210,5 +210,5 @@ def test_search_calibration_on_tight_laplace():
     # of Bin(200, 0.05).
     m = zoo.make("laplace", epsilon=1.0)
     S, alpha = 200, 0.05
-    false = sum(verifiers.statistical.search(m, budget=4000, alpha=alpha, rng=70000 + s).violated for s in range(S))
+    false = sum(verifiers.search(m, budget=4000, alpha=alpha, rng=70000 + s).violated for s in range(S))
     assert false <= int(stats.binom.isf(1e-6, S, alpha))
