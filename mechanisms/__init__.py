@@ -6,7 +6,7 @@ zoo once :mod:`verifiers` is imported; :mod:`mechanisms.registry`). The contract
 follows are in :mod:`mechanisms.contracts`, the output domains in :mod:`mechanisms.domains`.
 """
 
-from dpharness.mechanisms.base import NEIGHBOURS, Mechanism, PrivacyClaim
+from dpharness.mechanisms.base import NEIGHBOURS, Mechanism, ParamError, PrivacyClaim
 from dpharness.mechanisms.registry import available, describe, make, namespaces, register
 from dpharness.mechanisms import contracts, domains, laws
 
@@ -14,5 +14,5 @@ from dpharness.mechanisms import contracts, domains, laws
 from dpharness.mechanisms import finite, medians, smooth_sensitivity, continuous, topk, quantiles, quantile_baselines  # noqa: F401
 from dpharness.mechanisms import snapping, discrete_laplace  # noqa: F401  (float-safe members)
 
-__all__ = ["NEIGHBOURS", "Mechanism", "PrivacyClaim", "available", "describe", "make", "namespaces", "register",
+__all__ = ["NEIGHBOURS", "Mechanism", "ParamError", "PrivacyClaim", "available", "describe", "make", "namespaces", "register",
            "contracts", "domains", "laws"]

@@ -31,6 +31,7 @@ __all__ = [
     "NEIGHBOURS",
     "neighbour_relations",
     "register_neighbours",
+    "ParamError",
     "PrivacyClaim",
     "Mechanism",
     "as_rng",
@@ -93,6 +94,31 @@ def neighbour_relations() -> tuple[str, ...]:
     return NEIGHBOURS + tuple(_REGISTERED)
 
 
+class ParamError(ValueError):
+    """A refused parameter or argument value; ``field`` is the name of the parameter it concerns.
+
+    A ``ValueError`` with the same message as before, so code that catches ``ValueError`` is
+    unchanged; callers that report mistakes by field (config validation, ``dpharness audit``)
+    read ``field`` instead of parsing the message. The message starts with the name
+    (``"epsilon must be a finite number > 0, got 0"``).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+    @property
+    def detail(self) -> str:
+        """The message without the parameter's name in front (``must be a finite number > 0, got 0``):
+        what a config error shows after the field's path."""
+        msg = str(self)
+        return msg[len(self.field) + 1:] if msg.startswith(self.field + " ") else msg
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled across processes (task errors of worker pools) with both arguments
+        return type(self), (self.field, str(self))
+
+
 def _is_real(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
@@ -100,7 +126,7 @@ def _is_real(x: Any) -> bool:
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     """Return ``epsilon`` as a float, or raise ``ValueError`` unless it is finite and > 0."""
     if not _is_real(epsilon) or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+        raise ParamError(name, f"{name} must be a finite number > 0, got {epsilon!r}")
     return float(epsilon)
 
 
@@ -111,14 +137,14 @@ def check_delta(delta: Any, name: str = "delta", *, allow_zero: bool = True) -> 
         ok = False
     if not ok:
         rng_txt = "[0, 1)" if allow_zero else "(0, 1)"
-        raise ValueError(f"{name} must be in {rng_txt}, got {delta!r}")
+        raise ParamError(name, f"{name} must be in {rng_txt}, got {delta!r}")
     return float(delta)
 
 
 def check_positive(x: Any, name: str) -> float:
     """Return ``x`` as a float, or raise ``ValueError`` unless it is finite and > 0."""
     if not _is_real(x) or not math.isfinite(float(x)) or float(x) <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {x!r}")
+        raise ParamError(name, f"{name} must be a finite number > 0, got {x!r}")
     return float(x)
 
 
@@ -126,16 +152,16 @@ def check_bounds(lower: Any, upper: Any, names: tuple[str, str] = ("lower", "upp
     """Return ``(lower, upper)`` as floats, or raise unless both are finite and lower < upper."""
     for v, nm in ((lower, names[0]), (upper, names[1])):
         if not _is_real(v) or not math.isfinite(float(v)):
-            raise ValueError(f"{nm} must be a finite number, got {v!r}")
+            raise ParamError(nm, f"{nm} must be a finite number, got {v!r}")
     if float(lower) >= float(upper):
-        raise ValueError(f"{names[0]} must be < {names[1]}, got {names[0]}={lower!r}, {names[1]}={upper!r}")
+        raise ParamError(names[0], f"{names[0]} must be < {names[1]}, got {names[0]}={lower!r}, {names[1]}={upper!r}")
     return float(lower), float(upper)
 
 
 def check_choice(value: Any, name: str, accepted: tuple[Any, ...]) -> Any:
     """Raise ``ValueError`` naming the accepted values unless ``value`` is one of them."""
     if value not in accepted:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
+        raise ParamError(name, f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
     return value
 
 
@@ -150,7 +176,7 @@ def check_present(data: Any, name: str = "data", what: str = "a 1-D array of rea
     """Raise ``ValueError`` saying that ``name`` is missing when it is None (numpy would read None
     as NaN and report "found nan", which hides the real mistake)."""
     if data is None:
-        raise ValueError(f"{name} is missing (got None); pass {what}")
+        raise ParamError(name, f"{name} is missing (got None); pass {what}")
 
 
 def check_data(data: Any, name: str = "data", *, allow_empty: bool = False) -> np.ndarray:
@@ -159,16 +185,16 @@ def check_data(data: Any, name: str = "data", *, allow_empty: bool = False) -> n
     try:
         x = np.asarray(data, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
+        raise ParamError(name, f"{name} must be a 1-D array of real numbers: {exc}") from None
     if x.ndim == 0:
         x = x.reshape(1)
     if x.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {x.shape}")
+        raise ParamError(name, f"{name} must be 1-D, got shape {x.shape}")
     if x.size == 0 and not allow_empty:
-        raise ValueError(f"{name} must not be empty")
+        raise ParamError(name, f"{name} must not be empty")
     if not np.all(np.isfinite(x)):
         bad = x[~np.isfinite(x)][0]
-        raise ValueError(f"{name} must be finite; found {bad!r} at index {int(np.flatnonzero(~np.isfinite(x))[0])}")
+        raise ParamError(name, f"{name} must be finite; found {bad!r} at index {int(np.flatnonzero(~np.isfinite(x))[0])}")
     return x
 
 
@@ -181,17 +207,17 @@ def check_scores(scores: Any, name: str = "scores") -> np.ndarray:
     try:
         u = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of real numbers: {exc}") from None
+        raise ParamError(name, f"{name} must be a 1-D array of real numbers: {exc}") from None
     if u.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {u.shape}")
+        raise ParamError(name, f"{name} must be 1-D, got shape {u.shape}")
     if u.size == 0:
-        raise ValueError(f"{name} must not be empty (no candidates)")
+        raise ParamError(name, f"{name} must not be empty (no candidates)")
     if np.isnan(u).any():
-        raise ValueError(f"{name} must not contain NaN (index {int(np.flatnonzero(np.isnan(u))[0])})")
+        raise ParamError(name, f"{name} must not contain NaN (index {int(np.flatnonzero(np.isnan(u))[0])})")
     if np.isposinf(u).any():
-        raise ValueError(f"{name} must not contain +inf (index {int(np.flatnonzero(np.isposinf(u))[0])})")
+        raise ParamError(name, f"{name} must not contain +inf (index {int(np.flatnonzero(np.isposinf(u))[0])})")
     if np.isneginf(u).all():
-        raise ValueError(f"{name}: every score is -inf, no candidate can be selected")
+        raise ParamError(name, f"{name}: every score is -inf, no candidate can be selected")
     return u
 
 
@@ -224,14 +250,15 @@ def check_size(size: Any) -> tuple[int, ...]:
         try:
             shape = tuple(size)
         except TypeError:
-            raise ValueError(f"size must be None, an int >= 0 or a tuple of them, got {size!r}") from None
+            raise ParamError("size", f"size must be None, an int >= 0 or a tuple of them, got {size!r}") from None
     for s in shape:
         if not isinstance(s, (numbers.Integral, np.integer)) or isinstance(s, bool) or s < 0:
-            raise ValueError(f"size must be None, an int >= 0 or a tuple of them, got {size!r}")
+            raise ParamError("size", f"size must be None, an int >= 0 or a tuple of them, got {size!r}")
     out = tuple(int(s) for s in shape)
     n = math.prod(out)
     if n > MAX_DRAWS:
-        raise ValueError(
+        raise ParamError(
+            "size",
             f"size={size!r} asks for {n:,} draws in one call; the output alone would need "
             f"{_fmt_bytes(float(n) * _OUTPUT_BYTES)} of memory. At most {MAX_DRAWS:,} draws (2**28) per call "
             "are allowed: draw in batches"
@@ -250,11 +277,11 @@ def as_rng(rng: Any = None) -> np.random.Generator:
     ``ValueError`` naming ``rng`` and what it accepts.
     """
     if isinstance(rng, bool) or (isinstance(rng, (numbers.Integral, np.integer)) and rng < 0):
-        raise ValueError(f"rng must be {_RNG_ACCEPTED}; got {rng!r}")
+        raise ParamError("rng", f"rng must be {_RNG_ACCEPTED}; got {rng!r}")
     try:
         return np.random.default_rng(rng)
     except (TypeError, ValueError):
-        raise ValueError(f"rng must be {_RNG_ACCEPTED}; got {rng!r}") from None
+        raise ParamError("rng", f"rng must be {_RNG_ACCEPTED}; got {rng!r}") from None
 
 
 @dataclass(frozen=True)
@@ -293,10 +320,10 @@ class PrivacyClaim:
             object.__setattr__(self, "max_contributions", int(mc))
             uc = 0 if self.unit_column is None else self.unit_column
             if isinstance(uc, bool) or not isinstance(uc, (numbers.Integral, np.integer, str)):
-                raise ValueError(f"unit_column must be a column index or a column name, got {uc!r}")
+                raise ParamError("unit_column", f"unit_column must be a column index or a column name, got {uc!r}")
             object.__setattr__(self, "unit_column", uc if isinstance(uc, str) else int(uc))
         elif self.unit_column is not None or self.max_contributions is not None:
-            raise ValueError(f"unit_column and max_contributions belong to privacy_unit neighbours, "
+            raise ParamError("unit_column", f"unit_column and max_contributions belong to privacy_unit neighbours, "
                              f"not {self.neighbours!r}")
         if self.sensitivity is not None:
             object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))

@@ -27,6 +27,7 @@ import numpy as np
 
 from dpharness.mechanisms.base import (
     Mechanism,
+    ParamError,
     PrivacyClaim,
     check_choice,
     check_epsilon,
@@ -56,17 +57,17 @@ def _check_breakpoints(breakpoints: Any) -> tuple[float, ...]:
     try:
         b = np.asarray(breakpoints, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"breakpoints must be a 1-D sequence of real numbers, got {breakpoints!r}") from None
+        raise ParamError("breakpoints", f"breakpoints must be a 1-D sequence of real numbers, got {breakpoints!r}") from None
     if b.ndim != 1 or b.size < 2:
-        raise ValueError(f"breakpoints must be a 1-D sequence of at least 2 numbers, got {breakpoints!r}")
+        raise ParamError("breakpoints", f"breakpoints must be a 1-D sequence of at least 2 numbers, got {breakpoints!r}")
     if not np.all(np.isfinite(b)):
-        raise ValueError(f"breakpoints must be finite, got {breakpoints!r}")
+        raise ParamError("breakpoints", f"breakpoints must be finite, got {breakpoints!r}")
     d = np.diff(b)
     if np.any(d <= 0):
         i = int(np.flatnonzero(d <= 0)[0])
         what = "duplicate" if d[i] == 0 else "unsorted"
-        raise ValueError(
-            f"breakpoints must be strictly increasing; {what} entries at index {i}, {i + 1}: "
+        raise ParamError(
+            'breakpoints', f"breakpoints must be strictly increasing; {what} entries at index {i}, {i + 1}: "
             f"{b[i]!r}, {b[i + 1]!r}"
         )
     return tuple(float(v) for v in b)
@@ -202,15 +203,15 @@ class ContinuousExponential(Mechanism):
         try:
             u = np.asarray(data, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"data must be an array of utility values: {exc}") from None
+            raise ParamError("data", f"data must be an array of utility values: {exc}") from None
         want = (m,) if self.utility == "constant" else (m, 2)
         if u.shape != want:
-            raise ValueError(
-                f"data must have shape {want} for utility={self.utility!r} with {m} piece(s), got shape {u.shape}"
+            raise ParamError(
+                'data', f"data must have shape {want} for utility={self.utility!r} with {m} piece(s), got shape {u.shape}"
             )
         if not np.all(np.isfinite(u)):
             bad = u[~np.isfinite(u)].flat[0]
-            raise ValueError(f"data (utility values) must be finite, found {bad!r}")
+            raise ParamError("data", f"data (utility values) must be finite, found {bad!r}")
         return np.stack([u, u], axis=1) if self.utility == "constant" else u
 
     def distribution(self, data: Any) -> PiecewiseDensity | GridRunsLaw:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpharness.mechanisms.base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_present, check_size
+from dpharness.mechanisms.base import Mechanism, ParamError, PrivacyClaim, as_rng, check_epsilon, check_positive, check_present, check_size
 from dpharness.mechanisms.laws import GridRunsLaw
 from dpharness.mechanisms.registry import register
 
@@ -145,7 +145,7 @@ class DiscreteLaplace(Mechanism):
         sens = check_positive(self.sensitivity, "sensitivity")
         g = check_positive(self.step, "step")
         if not _is_power_of_two(g):
-            raise ValueError(f"step must be a power of two (e.g. 1, 0.5, 2**-10), got {self.step!r}")
+            raise ParamError("step", f"step must be a power of two (e.g. 1, 0.5, 2**-10), got {self.step!r}")
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "sensitivity", sens)
         object.__setattr__(self, "step", g)
@@ -153,9 +153,9 @@ class DiscreteLaplace(Mechanism):
             b = check_positive(self.bound, "bound")
             kb = Fraction(b) / Fraction(g)
             if kb.denominator != 1:
-                raise ValueError(f"bound must be a multiple of step={g!r} (or None for no bound), got {self.bound!r}")
+                raise ParamError("bound", f"bound must be a multiple of step={g!r} (or None for no bound), got {self.bound!r}")
             if kb > 2**52:
-                raise ValueError(f"bound must be at most 2^52 steps (2^52 * step = {g * 2.0**52!r}), got {self.bound!r}")
+                raise ParamError("bound", f"bound must be at most 2^52 steps (2^52 * step = {g * 2.0**52!r}), got {self.bound!r}")
             object.__setattr__(self, "bound", b)
         m, s, t = noise_parameters(eps, sens, g)
         object.__setattr__(self, "_noise", (m, s, t))
@@ -199,12 +199,12 @@ class DiscreteLaplace(Mechanism):
         try:
             arr = np.asarray(data, dtype=np.float64)
         except (TypeError, ValueError):
-            raise ValueError(f"data (f(D)) must be one real number, got {data!r}") from None
+            raise ParamError("data", f"data (f(D)) must be one real number, got {data!r}") from None
         if arr.size != 1:
-            raise ValueError(f"data (f(D)) must be one real number, got an array of shape {arr.shape}")
+            raise ParamError("data", f"data (f(D)) must be one real number, got an array of shape {arr.shape}")
         f = float(arr.reshape(()))
         if not math.isfinite(f):
-            raise ValueError(f"data (f(D)) must be finite, got {f!r}")
+            raise ParamError("data", f"data (f(D)) must be finite, got {f!r}")
         k = math.floor(Fraction(f) / Fraction(self.step) + Fraction(1, 2))
         lim = _MAX_INDEX if self.bound is None else int(Fraction(self.bound) / Fraction(self.step))
         return min(max(k, -lim), lim)

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
+
 __all__ = ["DOMAINS", "MAX_GRID_POINTS", "Grid", "resolve_grid", "on_grid", "last_index_at_most"]
 
 DOMAINS: tuple[str, ...] = ("continuous", "integers", "grid")
@@ -87,7 +89,7 @@ class Grid:
         on &= np.abs(self.lower + self.step * k - p) <= 1e-9 * np.maximum(1.0, np.abs(p))
         if not np.all(on):
             bad = p[~on].reshape(-1)[0]
-            raise ValueError(f"{name} must be grid points of [lower, upper] with step {self.step!r}; got {bad!r}")
+            raise ParamError(name, f"{name} must be grid points of [lower, upper] with step {self.step!r}; got {bad!r}")
         return k.astype(np.int64)
 
 
@@ -109,20 +111,20 @@ def resolve_grid(domain: str, lower: float, upper: float, step: Any) -> Grid | N
     """
     if domain == "continuous":
         if step is not None:
-            raise ValueError(f"step must be None for domain='continuous', got {step!r}")
+            raise ParamError("step", f"step must be None for domain='continuous', got {step!r}")
         return None
     if domain == "integers":
         if step is not None and not (isinstance(step, numbers.Real) and not isinstance(step, bool) and step == 1):
-            raise ValueError(f"step must be None (or 1) for domain='integers', got {step!r}")
+            raise ParamError("step", f"step must be None (or 1) for domain='integers', got {step!r}")
         h = 1.0
     else:
         if step is None:
-            raise ValueError("step must be given (a number > 0) for domain='grid', got None")
+            raise ParamError("step", "step must be given (a number > 0) for domain='grid', got None")
         if not isinstance(step, numbers.Real) or isinstance(step, bool) or not math.isfinite(float(step)):
-            raise ValueError(f"step must be a finite number > 0, got {step!r}")
+            raise ParamError("step", f"step must be a finite number > 0, got {step!r}")
         h = float(step)
         if h <= 0:
-            raise ValueError(f"step must be > 0, got {step!r}")
+            raise ParamError("step", f"step must be > 0, got {step!r}")
     m_float = (upper - lower) / h
     # the exact integer count: m_float + 1 rounds 2^53 + 1 down to 2^53 in float64
     if not (math.isfinite(m_float) and int(round(m_float)) + 1 <= MAX_GRID_POINTS):
@@ -133,7 +135,7 @@ def resolve_grid(domain: str, lower: float, upper: float, step: Any) -> Grid | N
     for v, nm in ((lower, "lower"), (upper, "upper")):
         if not on_grid(v, h):
             what = "an integer" if domain == "integers" else f"a multiple of step={h!r}"
-            raise ValueError(f"{nm} must be on the grid ({what}) for domain={domain!r}, got {nm}={v!r}")
+            raise ParamError(nm, f"{nm} must be on the grid ({what}) for domain={domain!r}, got {nm}={v!r}")
     return Grid(lower=float(lower), step=h, size=int(round(m_float)))
 
 

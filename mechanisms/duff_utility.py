@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
+
 __all__ = [
     "DEFINITIONS",
     "quantile_ratio",
@@ -74,9 +76,9 @@ _INT64_SAFE = 2**62
 def check_quantile(q: Any, name: str = "q") -> float:
     """Return ``q`` as a float, or raise ``ValueError`` unless it is a real number in (0, 1)."""
     if not isinstance(q, numbers.Real) or isinstance(q, bool) or not math.isfinite(float(q)):
-        raise ValueError(f"{name} must be a real number in (0, 1), got {q!r}")
+        raise ParamError(name, f"{name} must be a real number in (0, 1), got {q!r}")
     if not 0.0 < float(q) < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {q!r}")
+        raise ParamError(name, f"{name} must be in (0, 1), got {q!r}")
     return float(q)
 
 
@@ -135,10 +137,10 @@ def duff_cost(L: Any, E: Any, G: Any, a: int, b: int, definition: str = "lower")
         Non-negative integer costs (int64, or Python ints for astronomically large inputs).
     """
     if definition not in DEFINITIONS:
-        raise ValueError(f"definition must be one of {DEFINITIONS}; got {definition!r}")
+        raise ParamError("definition", f"definition must be one of {DEFINITIONS}; got {definition!r}")
     a, b = int(a), int(b)
     if not 0 < a < b or math.gcd(a, b) != 1:
-        raise ValueError(f"q = a/b must be in lowest terms with 0 < a < b, got a={a}, b={b}")
+        raise ParamError("q", f"q = a/b must be in lowest terms with 0 < a < b, got a={a}, b={b}")
     L, E, G = _as_ints(L, E, G, scale=b)
     alpha, beta = b - a, a
     D = alpha * L - beta * G

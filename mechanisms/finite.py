@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpharness.mechanisms.base import (Mechanism, PrivacyClaim, as_rng, check_choice, check_epsilon, check_positive, check_present,
+from dpharness.mechanisms.base import (Mechanism, ParamError, PrivacyClaim, as_rng, check_choice, check_epsilon, check_positive, check_present,
                    check_scores, check_size)
 from dpharness.mechanisms.laws import sample_index
 from dpharness.mechanisms.registry import register
@@ -49,27 +49,27 @@ _EXAMPLE_SCORES = np.array([0.0, 1.0, 2.0, 2.5])
 
 def _check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ParamError(name, f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
 def _check_candidates(candidates: Any, utility: str) -> tuple[Any, ...] | None:
     if candidates is None:
         if utility == "count":
-            raise ValueError("candidates must be a non-empty tuple of labels when utility='count', got None")
+            raise ParamError("candidates", "candidates must be a non-empty tuple of labels when utility='count', got None")
         return None
     if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__"):
-        raise ValueError(f"candidates must be a sequence of labels, got {candidates!r}")
+        raise ParamError("candidates", f"candidates must be a sequence of labels, got {candidates!r}")
     cand = tuple(candidates)
     if len(cand) == 0:
-        raise ValueError(f"candidates must not be empty (no output to select), got {candidates!r}")
+        raise ParamError("candidates", f"candidates must not be empty (no output to select), got {candidates!r}")
     all_str = all(isinstance(c, (str, np.str_)) for c in cand)
     all_num = all(isinstance(c, (numbers.Real, np.number)) and not isinstance(c, (str, np.str_)) for c in cand)
     arr = np.asarray(cand)
     if not (all_str or all_num) or arr.ndim != 1 or arr.dtype.kind not in "biufUS":
-        raise ValueError(f"candidates must be all numbers or all strings (one label each), got {candidates!r}")
+        raise ParamError("candidates", f"candidates must be all numbers or all strings (one label each), got {candidates!r}")
     if np.unique(arr).size != len(cand):
-        raise ValueError(f"candidates must be distinct, got {candidates!r}")
+        raise ParamError("candidates", f"candidates must be distinct, got {candidates!r}")
     return cand
 
 
@@ -107,8 +107,8 @@ class _Selection(Mechanism):
         object.__setattr__(self, "monotone", _check_bool(self.monotone, "monotone"))
         check_choice(self.utility, "utility", UTILITIES)
         if self.utility == "count" and self.sensitivity != 1.0:
-            raise ValueError(
-                "sensitivity must be 1.0 for utility='count' (one record changes one count by 1), "
+            raise ParamError(
+                'sensitivity', "sensitivity must be 1.0 for utility='count' (one record changes one count by 1), "
                 f"got {self.sensitivity!r}"
             )
         object.__setattr__(self, "candidates", _check_candidates(self.candidates, self.utility))
@@ -135,8 +135,8 @@ class _Selection(Mechanism):
         if self.utility == "scores":
             u = check_scores(data, "data")
             if self.candidates is not None and u.size != len(self.candidates):
-                raise ValueError(
-                    f"data must have one score per candidate ({len(self.candidates)}), got {u.size} scores"
+                raise ParamError(
+                    'data', f"data must have one score per candidate ({len(self.candidates)}), got {u.size} scores"
                 )
             return u
         return check_scores(_count(data, self.candidates), "data")
@@ -163,7 +163,7 @@ def _count(data: Any, candidates: tuple[Any, ...] | None) -> np.ndarray:
     if labels.ndim == 0:
         labels = labels.reshape(1)
     if labels.ndim != 1:
-        raise ValueError(f"data must be a 1-D array of labels, got shape {labels.shape}")
+        raise ParamError("data", f"data must be a 1-D array of labels, got shape {labels.shape}")
     cand = np.asarray(candidates)
     if labels.size == 0:
         return np.zeros(cand.size)
@@ -172,8 +172,8 @@ def _count(data: Any, candidates: tuple[Any, ...] | None) -> np.ndarray:
         labels.dtype.kind in "US" and cand.dtype.kind == labels.dtype.kind
     )
     if not same_kind:
-        raise ValueError(
-            f"data labels ({labels.dtype}) and candidates ({cand.dtype}) must both be numbers or both strings"
+        raise ParamError(
+            'data', f"data labels ({labels.dtype}) and candidates ({cand.dtype}) must both be numbers or both strings"
         )
     uniq, cnt = np.unique(labels, return_counts=True)
     pos = np.searchsorted(uniq, cand)
@@ -397,7 +397,7 @@ class RandomizedResponse(Mechanism):
         check_present(data, "data", "one private bit (0 or 1)")
         x = np.asarray(data)
         if x.shape not in ((), (1,)) or x.dtype.kind not in "biuf" or x.reshape(-1)[0] not in (0, 1):
-            raise ValueError(f"data must be one private bit (0 or 1), got {data!r}")
+            raise ParamError("data", f"data must be one private bit (0 or 1), got {data!r}")
         bit = int(x.reshape(-1)[0])
         return np.array([1.0 - bit, float(bit)])
 

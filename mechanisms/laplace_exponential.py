@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpharness.mechanisms.base import Mechanism, PrivacyClaim, check_bounds, check_epsilon, check_positive, check_present
+from dpharness.mechanisms.base import Mechanism, ParamError, PrivacyClaim, check_bounds, check_epsilon, check_positive, check_present
 from dpharness.mechanisms.laws import LocationScaleLaw, PiecewiseDensity
 from dpharness.mechanisms.registry import register
 
@@ -26,12 +26,12 @@ def _check_scalar(x: Any, name: str) -> float:
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be one real number, got {x!r}") from None
+        raise ParamError(name, f"{name} must be one real number, got {x!r}") from None
     if arr.size != 1:
-        raise ValueError(f"{name} must be one real number, got {x!r}")
+        raise ParamError(name, f"{name} must be one real number, got {x!r}")
     v = float(arr.reshape(()))
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {x!r}")
+        raise ParamError(name, f"{name} must be finite, got {x!r}")
     return v
 
 
@@ -73,8 +73,8 @@ class LaplaceViaExponential(Mechanism):
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
         if (self.lower is None) != (self.upper is None):
-            raise ValueError(
-                f"lower and upper must both be given or both be None (real line), got lower={self.lower!r}, upper={self.upper!r}"
+            raise ParamError(
+                'lower', f"lower and upper must both be given or both be None (real line), got lower={self.lower!r}, upper={self.upper!r}"
             )
         if self.lower is not None:
             lo, hi = check_bounds(self.lower, self.upper)

@@ -44,6 +44,7 @@ import numpy as np
 
 from dpharness.mechanisms.base import (
     Mechanism,
+    ParamError,
     PrivacyClaim,
     as_rng,
     check_bounds,
@@ -101,16 +102,16 @@ def order_statistic_smooth_sensitivity(data: Any, k: int, beta: float, lower: fl
     z = _padded(data, a, b)
     n = z.size - 2
     if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or not 1 <= int(k) <= n:
-        raise ValueError(f"k must be a rank in 1..{n}, got {k!r}")
+        raise ParamError("k", f"k must be a rank in 1..{n}, got {k!r}")
     if not (isinstance(beta, numbers.Real) and math.isfinite(float(beta)) and float(beta) > 0):
-        raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+        raise ParamError("beta", f"beta must be a finite number > 0, got {beta!r}")
     return _smooth_on_padded(z, int(k), float(beta))
 
 
 def _check_neighbours_swap(neighbours: Any) -> None:
     check_choice(neighbours, "neighbours", ("replace_one", "add_remove"))
     if neighbours != "replace_one":
-        raise ValueError("neighbours must be 'replace_one' for the smooth-sensitivity quantiles (the NRS07 smooth "
+        raise ParamError("neighbours", "neighbours must be 'replace_one' for the smooth-sensitivity quantiles (the NRS07 smooth "
                          f"bound is proved for replace-one neighbours; GJK21 run them with swap only), got {neighbours!r}")
 
 
@@ -184,7 +185,7 @@ class SmoothQuantiles(_Base):
     def __post_init__(self) -> None:
         self._validate()
         if self.delta is None:
-            raise ValueError("delta must be in (0, 1) for smooth_quantiles (Laplace noise is (epsilon, delta)-DP), "
+            raise ParamError("delta", "delta must be in (0, 1) for smooth_quantiles (Laplace noise is (epsilon, delta)-DP), "
                              "got None")
         object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
         _check_neighbours_swap(self.neighbours)
@@ -215,7 +216,7 @@ class SmoothQuantiles(_Base):
     def marginal(self, data: Any, j: int) -> LocationScaleLaw:
         """Exact law of coordinate j (before sorting): clipped Laplace location-scale law."""
         if isinstance(j, bool) or not isinstance(j, (numbers.Integral, np.integer)) or not 0 <= int(j) < self.m:
-            raise ValueError(f"j must be in 0..{self.m - 1}, got {j!r}")
+            raise ParamError("j", f"j must be in 0..{self.m - 1}, got {j!r}")
         c, s = self.centres_and_scales(data)
         return LocationScaleLaw(float(c[j]), float(s[j]), "laplace", self.lower, self.upper)
 
@@ -326,7 +327,7 @@ class CSmoothQuantiles(_Base):
         self._validate()
         _check_neighbours_swap(self.neighbours)
         if self.delta is None:
-            raise ValueError("delta must be in (0, 1) for csmooth_quantiles (the (epsilon, delta) conversion of its "
+            raise ParamError("delta", "delta must be in (0, 1) for csmooth_quantiles (the (epsilon, delta) conversion of its "
                              "zCDP guarantee), got None")
         object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
         if self.t is not None:
@@ -334,10 +335,10 @@ class CSmoothQuantiles(_Base):
             try:
                 ts = [float(v) if not isinstance(v, bool) else math.nan for v in raw]
             except (TypeError, ValueError):
-                raise ValueError(f"t must be None, a number > 0 or a list of m = {self.m} numbers > 0, got {self.t!r}") \
+                raise ParamError("t", f"t must be None, a number > 0 or a list of m = {self.m} numbers > 0, got {self.t!r}") \
                     from None
             if len(ts) != self.m or not all(math.isfinite(v) and v > 0 for v in ts):
-                raise ValueError(f"t must be None, a number > 0 or a list of m = {self.m} numbers > 0, got {self.t!r}")
+                raise ParamError("t", f"t must be None, a number > 0 or a list of m = {self.m} numbers > 0, got {self.t!r}")
             object.__setattr__(self, "t", ts[0] if isinstance(self.t, numbers.Real) else tuple(ts))
 
     @property
@@ -457,20 +458,20 @@ class TreeQuantiles(_Base):
         for name, lo in (("height", 1), ("branching", 2)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or int(v) < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+                raise ParamError(name, f"{name} must be an integer >= {lo}, got {v!r}")
             object.__setattr__(self, name, int(v))
         if int(self.branching) ** int(self.height) > 1 << 24:
-            raise ValueError(f"branching ** height must be at most 2**24 leaves, got {self.branching}**{self.height}")
+            raise ParamError("branching", f"branching ** height must be at most 2**24 leaves, got {self.branching}**{self.height}")
         if self.noise == "gaussian":
             if self.delta is None:
-                raise ValueError("delta must be in (0, 1) for noise='gaussian', got None")
+                raise ParamError("delta", "delta must be in (0, 1) for noise='gaussian', got None")
             object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
             d = gaussian_delta(self.epsilon, self.scale, self.l2_sensitivity)
             if d > float(self.delta):
                 raise ValueError(f"the Gaussian tree's sigma={self.scale:g} is too small for (epsilon={self.epsilon}, "
                                  f"delta={self.delta}) at L2 sensitivity {self.l2_sensitivity:g} (exact delta {d:.3g})")
         elif self.delta not in (None, 0, 0.0):
-            raise ValueError(f"delta must be None (or 0) for noise='laplace' (pure DP), got {self.delta!r}")
+            raise ParamError("delta", f"delta must be None (or 0) for noise='laplace' (pure DP), got {self.delta!r}")
         elif self.delta is not None:
             object.__setattr__(self, "delta", None)
 

@@ -53,6 +53,7 @@ from scipy import special
 from dpharness.mechanisms import joint_exp as _je
 from dpharness.mechanisms.base import (
     Mechanism,
+    ParamError,
     PrivacyClaim,
     as_rng,
     check_bounds,
@@ -85,13 +86,13 @@ COMPOSITIONS: tuple[str, ...] = ("basic", "optimal")
 def check_quantiles(quantiles: Any) -> tuple[float, ...]:
     """Levels as a tuple of floats, strictly increasing, each in (0, 1); ValueError otherwise."""
     if quantiles is None or isinstance(quantiles, (str, bytes)) or isinstance(quantiles, numbers.Number):
-        raise ValueError(f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}")
+        raise ParamError("quantiles", f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}")
     try:
         qs = list(quantiles)
     except TypeError:
-        raise ValueError(f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}") from None
+        raise ParamError("quantiles", f"quantiles must be a non-empty list of levels in (0, 1), got {quantiles!r}") from None
     if not qs:
-        raise ValueError("quantiles must be a non-empty list of levels in (0, 1), got an empty list")
+        raise ParamError("quantiles", "quantiles must be a non-empty list of levels in (0, 1), got an empty list")
     out = []
     for i, q in enumerate(qs):
         if not isinstance(q, (numbers.Real, np.floating, np.integer)) or isinstance(q, bool) \
@@ -100,9 +101,9 @@ def check_quantiles(quantiles: Any) -> tuple[float, ...]:
         out.append(float(q))
     for i in range(1, len(out)):
         if out[i] == out[i - 1]:
-            raise ValueError(f"quantiles must not repeat a level: {out[i]!r} appears twice (index {i - 1} and {i})")
+            raise ParamError("quantiles", f"quantiles must not repeat a level: {out[i]!r} appears twice (index {i - 1} and {i})")
         if out[i] < out[i - 1]:
-            raise ValueError(f"quantiles must be sorted in increasing order: quantiles[{i - 1}]={out[i - 1]!r} > "
+            raise ParamError("quantiles", f"quantiles must be sorted in increasing order: quantiles[{i - 1}]={out[i - 1]!r} > "
                              f"quantiles[{i}]={out[i]!r}")
     return tuple(out)
 
@@ -297,7 +298,7 @@ def optimal_composition_delta(eps_global: float, eps0: float, k: int) -> float:
     Computed in log space (log-binomials, log-sum-exp over i; log(e^a - e^b) = a + log(-expm1(b - a))).
     """
     if k < 1:
-        raise ValueError(f"k must be >= 1, got {k!r}")
+        raise ParamError("k", f"k must be >= 1, got {k!r}")
     e0 = float(eps0)
     eg = float(eps_global)
     l = np.arange(k + 1, dtype=np.float64)
@@ -378,10 +379,10 @@ class IndependentQuantiles(_Quantiles):
         check_choice(self.composition, "composition", COMPOSITIONS)
         if self.composition == "optimal":
             if self.delta is None:
-                raise ValueError("delta must be given (in (0, 1)) with composition='optimal', got None")
+                raise ParamError("delta", "delta must be given (in (0, 1)) with composition='optimal', got None")
             object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
         elif self.delta not in (None, 0, 0.0):
-            raise ValueError(f"delta must be None (or 0) with composition='basic' (pure DP), got {self.delta!r}")
+            raise ParamError("delta", f"delta must be None (or 0) with composition='basic' (pure DP), got {self.delta!r}")
         elif self.delta is not None:
             object.__setattr__(self, "delta", None)
 
@@ -405,7 +406,7 @@ class IndependentQuantiles(_Quantiles):
         """Exact law of the j-th (unsorted) draw: one single-quantile exponential mechanism."""
         x = _data(data)
         if not 0 <= j < self.m:
-            raise ValueError(f"j must be in 0..{self.m - 1}, got {j!r}")
+            raise ParamError("j", f"j must be in 0..{self.m - 1}, got {j!r}")
         cells = _je.cells_of(x, self.lower, self.upper, self.grid)
         return self._law(cells, j)
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpharness.mechanisms.base import Mechanism, PrivacyClaim, check_bounds, check_choice, check_data, check_epsilon
+from dpharness.mechanisms.base import Mechanism, ParamError, PrivacyClaim, check_bounds, check_choice, check_data, check_epsilon
 from dpharness.mechanisms.domains import DOMAINS, Grid, last_index_at_most, resolve_grid
 from dpharness.mechanisms.expectations import expected_linear
 from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
@@ -62,7 +62,7 @@ class RevenuePrice(Mechanism):
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         lo, hi = check_bounds(self.r_min, self.r_max, names=("r_min", "r_max"))
         if lo < 0:
-            raise ValueError(f"r_min must be >= 0 (prices are non-negative), got {self.r_min!r}")
+            raise ParamError("r_min", f"r_min must be >= 0 (prices are non-negative), got {self.r_min!r}")
         object.__setattr__(self, "r_min", lo)
         object.__setattr__(self, "r_max", hi)
         check_choice(self.domain, "domain", DOMAINS)
@@ -96,7 +96,7 @@ class RevenuePrice(Mechanism):
         x = check_data(data, "data (bids)", allow_empty=True)
         if np.any(x < 0):
             i = int(np.flatnonzero(x < 0)[0])
-            raise ValueError(f"data (bids) must be >= 0; found {x[i]!r} at index {i}")
+            raise ParamError("data", f"data (bids) must be >= 0; found {x[i]!r} at index {i}")
         return np.sort(x)
 
     def pieces(self, data: Any) -> tuple[np.ndarray, np.ndarray]:

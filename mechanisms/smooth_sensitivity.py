@@ -17,6 +17,7 @@ import numpy as np
 
 from dpharness.mechanisms.base import (
     Mechanism,
+    ParamError,
     PrivacyClaim,
     as_rng,
     check_bounds,
@@ -49,7 +50,7 @@ _NOISES = ("cauchy", "laplace")
 
 def _check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ParamError(name, f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
@@ -112,10 +113,10 @@ class SmoothSensitivityMedian(Mechanism):
         _check_bool(self.clip_output, "clip_output")
         if self.noise == "laplace":
             if self.delta is None:
-                raise ValueError("delta must be in (0, 1) for noise='laplace', got None")
+                raise ParamError("delta", "delta must be in (0, 1) for noise='laplace', got None")
             object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
         elif self.delta is not None and not (isinstance(self.delta, (int, float)) and self.delta == 0):
-            raise ValueError(f"delta must be None or 0 for noise='cauchy' (pure DP), got {self.delta!r}")
+            raise ParamError("delta", f"delta must be None or 0 for noise='cauchy' (pure DP), got {self.delta!r}")
 
     @property
     def beta(self) -> float:

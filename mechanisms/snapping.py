@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpharness.mechanisms.base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_present, check_size
+from dpharness.mechanisms.base import Mechanism, ParamError, PrivacyClaim, as_rng, check_epsilon, check_positive, check_present, check_size
 from dpharness.mechanisms.laws import GridRunsLaw
 from dpharness.mechanisms.registry import register
 
@@ -193,12 +193,12 @@ def _check_scalar(x: Any, name: str) -> float:
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be one real number, got {x!r}") from None
+        raise ParamError(name, f"{name} must be one real number, got {x!r}") from None
     if arr.size != 1:
-        raise ValueError(f"{name} must be one real number, got an array of shape {arr.shape}")
+        raise ParamError(name, f"{name} must be one real number, got an array of shape {arr.shape}")
     v = float(arr.reshape(()))
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v!r}")
+        raise ParamError(name, f"{name} must be finite, got {v!r}")
     return v
 
 
@@ -247,13 +247,14 @@ class Snapping(Mechanism):
         object.__setattr__(self, "sensitivity", sens)
         object.__setattr__(self, "bound", b)
         if not 2.0**-_EXP_RANGE <= sens <= 2.0**_EXP_RANGE:
-            raise ValueError(f"sensitivity must be between 2^-{_EXP_RANGE} and 2^{_EXP_RANGE}, got {sens!r}")
+            raise ParamError("sensitivity", f"sensitivity must be between 2^-{_EXP_RANGE} and 2^{_EXP_RANGE}, got {sens!r}")
         unit, lam, snap, eb = snap_parameters(eps, sens, b)
         if not 2.0**-_EXP_RANGE <= lam / unit <= 2.0**_EXP_RANGE:
-            raise ValueError(f"epsilon must be between about 2^-{_EXP_RANGE} and 2^{_EXP_RANGE} (the noise scale "
+            raise ParamError("epsilon", f"epsilon must be between about 2^-{_EXP_RANGE} and 2^{_EXP_RANGE} (the noise scale "
                              f"relative to the sensitivity), got epsilon={eps!r}")
         if not lam < b < _MAX_BOUND_RATIO * lam:
-            raise ValueError(
+            raise ParamError(
+                "bound",
                 f"bound must satisfy lam < bound < 2^46 lam (the range of Mironov's theorem), where "
                 f"lam = (sensitivity' + 2^-49 bound)/epsilon = {lam!r} is the Laplace scale (sensitivity' = {unit!r}, "
                 f"the power of two >= sensitivity); got bound={b!r}: "

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpharness.mechanisms.base import Mechanism, PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores, check_size
+from dpharness.mechanisms.base import Mechanism, ParamError, PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores, check_size
 from dpharness.mechanisms.registry import register
 from dpharness.mechanisms.topk_laws import (SUPPORT_CAP, check_seqs, k_subsets, laplace_topk_log_prob, ordered_tuples,
                         peeling_pf_log_prob, plackett_luce_log_prob, set_log_prob)
@@ -60,19 +60,19 @@ OUTPUTS = ("ordered", "set")
 
 def _check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ParamError(name, f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
 def _check_k(k: Any) -> int:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or int(k) < 1:
-        raise ValueError(f"k must be an integer >= 1 (the number of candidates to select), got {k!r}")
+        raise ParamError("k", f"k must be an integer >= 1 (the number of candidates to select), got {k!r}")
     return int(k)
 
 
 def _check_output(output: Any) -> str:
     if not isinstance(output, str) or output not in OUTPUTS:
-        raise ValueError(f"output must be one of {', '.join(repr(o) for o in OUTPUTS)} (indices in selection order, "
+        raise ParamError("output", f"output must be one of {', '.join(repr(o) for o in OUTPUTS)} (indices in selection order, "
                          f"or the selected set sorted ascending), got {output!r}")
     return output
 

@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpharness.mechanisms.base import ParamError
+
 __all__ = ["cp_lower", "cp_upper", "cp_unchecked", "cp_interval", "epsilon_lower_bound", "delta_lower_bound", "blind_delta", "check_alpha",
            "poisson_lower", "poisson_upper", "conditional_epsilon_lower", "poisson_epsilon_lower",
            "poisson_delta_lower"]
@@ -56,7 +58,7 @@ def check_alpha(alpha: Any, name: str = "alpha") -> float:
     """Return ``alpha`` as a float in (0, 1) or raise ``ValueError`` naming it."""
     ok = isinstance(alpha, (int, float, np.floating, np.integer)) and not isinstance(alpha, bool)
     if not ok or not (0.0 < float(alpha) < 1.0):
-        raise ValueError(f"{name} must be in (0, 1), got {alpha!r}")
+        raise ParamError(name, f"{name} must be in (0, 1), got {alpha!r}")
     return float(alpha)
 
 
@@ -65,11 +67,11 @@ def _prep(k: Any, n: Any, alpha: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
     n = np.asarray(n, dtype=np.float64)
     a = np.asarray(alpha, dtype=np.float64)
     if np.any(n <= 0) or np.any(~np.isfinite(n)):
-        raise ValueError(f"n must be finite and > 0, got {n!r}")
+        raise ParamError("n", f"n must be finite and > 0, got {n!r}")
     if np.any(k < 0) or np.any(k > n) or np.any(np.isnan(k)):
-        raise ValueError(f"k must be in [0, n], got k={k!r}, n={n!r}")
+        raise ParamError("k", f"k must be in [0, n], got k={k!r}, n={n!r}")
     if np.any(a <= 0) or np.any(a >= 1):
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise ParamError("alpha", f"alpha must be in (0, 1), got {alpha!r}")
     return np.broadcast_arrays(k, n, a)  # type: ignore[return-value]
 
 

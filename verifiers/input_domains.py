@@ -34,6 +34,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
 from dpharness.verifiers.relations.records import value_key
 
 __all__ = ["InputDomain", "FiniteValues", "BitVectors", "Interval", "parse_domain", "DOMAIN_SPECS",
@@ -308,7 +309,7 @@ def parse_domain(spec: Any, name: str = "input_domain") -> InputDomain | None:
         return FiniteValues(tuple(spec.tolist() if isinstance(spec, np.ndarray) else spec))
     if isinstance(spec, dict):
         if len(spec) != 1:
-            raise ValueError(f"{name} as a dict has exactly one key ('values', 'bits' or 'interval'), got keys "
+            raise ParamError(name, f"{name} as a dict has exactly one key ('values', 'bits' or 'interval'), got keys "
                              f"{sorted(map(str, spec))}; accepted: {accepted}")
         (key, val), = spec.items()
         if key == "values":
@@ -321,5 +322,5 @@ def parse_domain(spec: Any, name: str = "input_domain") -> InputDomain | None:
             if not isinstance(val, (list, tuple, np.ndarray)) or len(val) != 2:
                 raise ValueError(f"{name}['interval'] must be [lo, hi], got {val!r}")
             return Interval(val[0], val[1])
-        raise ValueError(f"{name} has an unknown key {key!r}; accepted: {accepted}")
-    raise ValueError(f"{name} must be one of: {accepted}; got {type(spec).__name__} {spec!r}")
+        raise ParamError(name, f"{name} has an unknown key {key!r}; accepted: {accepted}")
+    raise ParamError(name, f"{name} must be one of: {accepted}; got {type(spec).__name__} {spec!r}")

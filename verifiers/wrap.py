@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_choice, check_size
+from dpharness.mechanisms.base import ParamError, PrivacyClaim, as_rng, check_choice, check_size
 from dpharness.mechanisms.contracts import OUTPUT_KINDS, OutputKind
 from dpharness.verifiers.events import event_families
 from dpharness.verifiers.input_domains import parse_domain
@@ -127,7 +127,7 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float |
     attrs = dict(attributes or {})
     unit = {k: attrs[k] for k in ("unit_column", "max_contributions") if k in attrs}
     if input_domain is not None and attrs.get("input_domain") is not None:
-        raise ValueError("input_domain is given both as an argument and in attributes: give it once")
+        raise ParamError("input_domain", "input_domain is given both as an argument and in attributes: give it once")
     dom = parse_domain(input_domain if input_domain is not None else attrs.get("input_domain"))
     if dom is not None:
         attrs["input_domain"] = dom

@@ -23,8 +23,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
+
 from dpharness.bench.config import ConfigError, Ctx
 
+from dpharness.bench.audits import catalogue
+from dpharness.bench.audits.catalogue import MechanismRef, as_ref
 from dpharness.bench.audits.spec import AuditSet, AuditSpec, errors_at_once
 
 __all__ = ["build_mechanism", "given_pairs", "check", "MissingExtraError", "resolve_callable", "build_callable", "CallableError",
@@ -88,39 +92,21 @@ class MissingExtraError(ConfigError):
         self.extra = extra
 
 
-def build_mechanism(spec: dict, import_paths: Sequence[str] = ()) -> tuple[Any, str, float | None]:
-    """(mechanism, display name, true epsilon or None) from a config ``mechanism:`` mapping
-    (``import_paths``: where a ``callable:`` is imported from, :attr:`AuditSpec.import_paths`)."""
-    if "callable" in spec:
-        m = build_callable(spec, import_paths)
+def build_mechanism(spec: MechanismRef | dict, import_paths: Sequence[str] = ()) -> tuple[Any, str, float | None]:
+    """(mechanism, display name, true epsilon or None) from the parsed ``mechanism:`` of an audit
+    (:attr:`AuditSpec.mechanism`, or a mapping in a kind's own spelling); ``import_paths``: where a
+    ``callable:`` is imported from, :attr:`AuditSpec.import_paths`. Catalogue mechanisms are built
+    by :mod:`bench.audits.catalogue`, the user's code and released libraries' objects here."""
+    ref = as_ref(spec)
+    if ref.kind == "callable":
+        m = build_callable(dict(ref), import_paths)
         true_eps = getattr(m, "true_epsilon", None)
-        name = spec.get("name") or str(getattr(m, "name", "") or spec["callable"])
+        name = ref.get("name") or str(getattr(m, "name", "") or ref["callable"])
         return m, name, float(true_eps) if isinstance(true_eps, (int, float)) else None
-    if "library" in spec:
-        m = build_library(spec)
-        return m, str(getattr(m, "name", "") or spec["library"]), None
-    params = {k: v for k, v in spec.items() if k not in ("zoo", "registry", "peer", "suite", "example")}
-    if "suite" in spec:
-        from dpharness.verifiers.controls import suites
-
-        e = suites.get(spec["suite"])
-        return e.mechanism, e.qualified, e.true_epsilon
-    if "zoo" in spec:
-        from dpharness.verifiers.controls import zoo
-
-        m = zoo.make(spec["zoo"], **params)
-        return m, f"zoo:{spec['zoo']}", float(m.true_epsilon)
-    if "registry" in spec:
-        from dpharness import mechanisms
-
-        if spec.get("example"):
-            m, _ = mechanisms.registry.get(spec["registry"]).example()
-        else:
-            m = mechanisms.make(spec["registry"], **params)
-        return m, spec["registry"], None
-    from dpharness.bench import peers
-
-    return peers.build(spec["peer"], **params), f"peer:{spec['peer']}", None
+    if ref.kind == "library":
+        m = build_library(dict(ref))
+        return m, str(getattr(m, "name", "") or ref["library"]), None
+    return catalogue.build(ref)
 
 
 def given_pairs(audit: AuditSpec, mech: Any) -> list[tuple[Any, Any, str]]:
@@ -131,15 +117,16 @@ def given_pairs(audit: AuditSpec, mech: Any) -> list[tuple[Any, Any, str]]:
     if audit.pairs == "suite":
         from dpharness.verifiers.controls import suites
 
-        e = suites.get(audit.mechanism["suite"])
+        e = suites.get(audit.mechanism.name)
         return [(d1, d2, f"{e.name} pair {i}") for i, (d1, d2) in enumerate(e.pairs)]
     return [(np.asarray(d1), np.asarray(d2), f"pair {i}") for i, (d1, d2) in enumerate(audit.pairs)]
 
 
 def _param_path(exc: Exception, params: dict) -> str:
-    """``mechanism.<param>`` when the builder's message starts with a parameter's name."""
-    head = str(exc).split(" ", 1)[0].rstrip(":,")
-    return f"mechanism.{head}" if head in params else "mechanism"
+    """``mechanism.<param>`` when the builder refused the value of a parameter the config gives
+    (a :class:`~dpharness.mechanisms.base.ParamError` names it), else ``mechanism``."""
+    field = exc.field if isinstance(exc, ParamError) else None
+    return f"mechanism.{field}" if field in params else "mechanism"
 
 
 def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
@@ -169,7 +156,11 @@ def _check_search_budget(a: AuditSpec, n_pairs: int, err: Any) -> None:
 
 
 def check(aset: AuditSet) -> None:
-    """Build every mechanism and check every pair; one :class:`ConfigError` listing every mistake."""
+    """Build every mechanism and check every pair; one :class:`ConfigError` listing every mistake.
+
+    Once per spec object: a spec that passed (:attr:`AuditSet.checked`) is not checked again."""
+    if aset.checked:
+        return
     from dpharness.verifiers import pairs_for
     from dpharness.verifiers.claims import check_pair
     from dpharness.verifiers.relations import merge_swaps
@@ -180,16 +171,17 @@ def check(aset: AuditSet) -> None:
     missing: list[tuple[AuditSpec, str]] = []
 
     def err(a: AuditSpec, path: str, msg: str) -> None:
-        note = f" (in {a.id})" if a.id.split(".", 1)[0] != a.id and "registry" in a.mechanism else ""
+        note = f" (in {a.id})" if a.id.split(".", 1)[0] != a.id and a.mechanism.kind == "registry" else ""
         try:
             Ctx(file=aset.file).at("audits", a.index).error(path, msg + note)
         except ConfigError as exc:
             errors.append(str(exc))
 
     for a in aset.audits:
-        params = {k: v for k, v in a.mechanism.items() if k not in ("zoo", "registry", "peer", "suite", "example")}
+        ref = a.mechanism
+        params = ref.params
         # the user's code or a released library's: any exception it raises on data is reported
-        user_key = next((k for k in ("callable", "library") if k in a.mechanism), None)
+        user_key = ref.kind if ref.user_code else None
         user = user_key is not None
         try:
             mech, _, _ = build_mechanism(a.mechanism, a.import_paths)
@@ -251,7 +243,7 @@ def check(aset: AuditSet) -> None:
                 libs.append(lib)
         first = missing[0][0]
         more = f" and {len(missing) - 1} more peer audit(s)" if len(missing) > 1 else ""
-        key = "library" if "library" in first.mechanism else "peer"
+        key = first.mechanism.key
         msg = (f"{aset.file}: audits[{first.index}].mechanism.{key}{more}: peer libraries not usable: "
                f"{', '.join(libs)} ({missing[0][1].split(';', 1)[0]}); {INSTALL_HINT}")
         if not errors:
@@ -261,3 +253,4 @@ def check(aset: AuditSet) -> None:
         errors.append(msg)
     if errors:
         raise errors_at_once(aset.file, errors)
+    object.__setattr__(aset, "checked", True)  # the spec is frozen; the mark is not part of its value

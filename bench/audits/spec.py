@@ -5,9 +5,12 @@ common keys ``name``, ``seed``, ``description``, ``quick`` are read by :mod:`ben
 
     name: audit_zoo            # run folder name (default: the file's stem)
     seed: 20240601             # root seed; --seed overrides it
-    alpha: 0.05                # family-wise error of every audit (each audit may override it)
-    family_alpha: 0.05         # or: one level for the whole config, split evenly over its audit tasks
+    alpha: 0.05                # the error level of every audit (each audit may override it)
+    family_alpha: 0.05         # or: one level for the whole config, split evenly (Bonferroni, by
+                               #   verifiers.statistical.alpha.split_alpha) over its audit tasks
                                #   (audits x sample sizes x repeats of the tier that runs); not with alpha
+    family_split: tasks        # what family_alpha is split over: tasks (default) or audits (each audit
+                               #   gets family_alpha / #audits at every sample size and repeat)
     description: ...
     quick: {max_samples: 20000, max_repeat: 20}   # applied with --quick
     max_samples: 1000000       # optional caps (what quick: sets): sample sizes above are dropped
@@ -18,11 +21,15 @@ common keys ``name``, ``seed``, ``description``, ``quick`` are read by :mod:`ben
 One audit::
 
     - id: rnm_value_pair               # unique; letters, digits, _ . -
-      mechanism: {zoo: rnm_laplace_value, epsilon: 1.0}
-                 # or {registry: exponential, ...params} / {registry: NAME, example: true}
-                 # or {registry: all} (one audit per registered mechanism, from example())
-                 # or {peer: diffprivlib_median, ...params} (bench.peers)
-                 # or {suite: dpsniper/NoisyHist2} (a peer suite's mechanism, verifiers.suites)
+      mechanism: {name: zoo/rnm_laplace_value, epsilon: 1.0}
+                 # name: names any mechanism of the catalogue (bench.audits.catalogue):
+                 #   zoo/NAME, suite/SUITE/NAME, peer/NAME or a registered mechanism's plain NAME;
+                 #   the older spellings stay accepted: {zoo: rnm_laplace_value, epsilon: 1.0}
+                 # or {name: exponential, ...params} / {name: NAME, example: true} ({registry: NAME, ...})
+                 # or {name: all} (one audit per registered mechanism, from example(); {registry: all})
+                 # or {name: peer/diffprivlib_median, ...params} (bench.peers; {peer: ...})
+                 # or {name: suite/dpsniper/NoisyHist2} (a peer suite's mechanism,
+                 #   verifiers.suites; {suite: dpsniper/NoisyHist2})
                  # or {callable: "mypkg.mech:noisy_count", epsilon: 1.0, ...claim} (your own
                  #   fn(data, size, rng), wrapped with verifiers.wrap) or {callable: "mypkg.mech:MECH"}
                  #   (your own mechanism object, or a zero-argument factory of one); see below
@@ -48,7 +55,7 @@ One audit::
 
 A dataset of given ``pairs`` is a number (value/bit data), a list of records or scores (numbers,
 labels; ``.nan`` is a record too and NaN records compare equal, ``-inf`` an excluded score, ``+inf``
-is refused) or a list of rows (one record per inner list, all of one length).
+is refused) or a list of rows (one record per inner list, all of one length): :mod:`bench.audits.datasets`.
 
 Your own code (``callable:``). ``"package.module:attr"`` (``attr`` may be dotted, ``Class.method``)
 names what to audit. The module is imported with two folders put first on ``sys.path``, in this
@@ -84,21 +91,15 @@ must be flagged at its largest sample size in every repeat (a miss fails the run
 -- a correct, tight control run many times: its false-violation count must stay within the
 binomial bound Bin(repeat, alpha) at false-alarm 1e-6.
 
-One target::
-
-    - {id: T2, text: "...", check: violated, audit: rnm_value_pair, samples: 1500,
-       max_draws_per_dataset: 1500}
-
-checks: ``violated`` (a share >= ``min_rate`` (default 1) of the repeats flagged; optional
-``max_draws_per_dataset``), ``epsilon_lower_at_least`` (``value``; median over repeats),
-``support_violation`` (with ``value`` = minimum epsilon_lower), ``false_violation_rate``
-(``audits`` list, ``max``), ``calls_at_most`` (search audits: flagged with at most ``value``
-calls), ``wall_time_at_most`` (seconds; the invocation that completes the run).
+Targets (``targets:``): :mod:`bench.audits.targets`.
 
 Validation is split in two: :func:`parse` checks everything that needs no mechanism (types,
 ranges, names, parameter names, data values, the memory a sample size would need) and reports
-*every* mistake of the file at once; :func:`bench.audits.build.check` builds each mechanism and
-checks the given pairs against its declared neighbour relation.
+*every* mistake of the file at once, into one :class:`AuditSet` (each mechanism a checked
+:class:`~bench.audits.catalogue.MechanismRef`); :func:`bench.audits.build.check` builds each
+mechanism and checks the given pairs against its declared neighbour relation, once per
+:class:`AuditSet` (``dpharness audit`` checks before it prints anything, and the runner does not
+check the same spec again). The tasks use that same spec.
 """
 
 from __future__ import annotations
@@ -107,27 +108,31 @@ import math
 import numbers
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dpharness.adapters import TARGET_ROOTS
+from dpharness.verifiers.statistical.alpha import split_alpha
 
+from dpharness.bench.audits.catalogue import MECHANISM_KEYS, MechanismRef, parse_catalogued
+from dpharness.bench.audits.catalogue import is_word as _is_word
+from dpharness.bench.audits.datasets import parse_pairs
+from dpharness.bench.audits.targets import TargetSpec, parse_target
 from dpharness.bench.config import ConfigError, Ctx
 
-__all__ = ["AuditSpec", "TargetSpec", "AuditSet", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT", "errors_at_once",
-           "CALLABLE_KEYS", "CLAIM_KEYS", "LIBRARY_KEYS", "LIBRARIES", "import_paths"]
+__all__ = ["AuditSpec", "TargetSpec", "AuditSet", "MechanismRef", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT",
+           "errors_at_once", "CALLABLE_KEYS", "CLAIM_KEYS", "LIBRARY_KEYS", "LIBRARIES", "import_paths", "FAMILY_SPLITS"]
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Top-level keys of an audit config besides the common ones (name, seed, description, quick).
-KIND_KEYS = ("alpha", "family_alpha", "audits", "targets", "max_samples", "max_repeat")
+KIND_KEYS = ("alpha", "family_alpha", "family_split", "audits", "targets", "max_samples", "max_repeat")
+#: What ``family_alpha`` is split over: every audit task (audit x sample size x repeat), or every audit.
+FAMILY_SPLITS = ("tasks", "audits")
 AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
               "true_epsilon", "alpha", "selection", "sequential", "float_events")
-CHECKS = ("violated", "epsilon_lower_at_least", "support_violation", "false_violation_rate", "calls_at_most",
-          "wall_time_at_most")
-TARGET_KEYS = ("id", "text", "check", "audit", "audits", "samples", "value", "max", "max_draws_per_dataset",
-               "min_rate")
 GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histograms", "units", "local")
-MECHANISM_KINDS = ("zoo", "registry", "peer", "suite", "callable", "library")
+#: The older keys naming a mechanism, one per kind (``name:`` is the one key for every catalogue entry).
+MECHANISM_KINDS = MECHANISM_KEYS[1:]
 #: Keys of ``mechanism: {library: ...}``, and the libraries whose objects it builds (top-level
 #: module names; python-dp's is ``pydp``).
 LIBRARY_KEYS = ("library", "params", "adapter")
@@ -154,7 +159,9 @@ class AuditSpec:
     ``index`` is the entry's position in ``audits:`` (error messages name ``audits[index]``)."""
 
     id: str
-    mechanism: dict
+    #: The parsed ``mechanism:`` (it reads as the mapping of its kind's own spelling, e.g.
+    #: ``{"zoo": "laplace", "epsilon": 1.0}``, whichever key the config used).
+    mechanism: MechanismRef
     expect: str
     pairs: Any  # "witness" | "search" | "suite" | tuple of (d1, d2)
     samples: tuple[int, ...]
@@ -180,20 +187,6 @@ class AuditSpec:
 
 
 @dataclass(frozen=True)
-class TargetSpec:
-    id: str
-    text: str
-    check: str
-    audit: str | None = None
-    audits: tuple[str, ...] = ()
-    samples: int | None = None
-    value: float | None = None
-    max: float | None = None
-    max_draws_per_dataset: int | None = None
-    min_rate: float = 1.0
-
-
-@dataclass(frozen=True)
 class AuditSet:
     """The spec of the ``audit`` experiment kind: every audit and target of one config."""
 
@@ -206,8 +199,13 @@ class AuditSet:
     #: Sample sizes dropped by ``max_samples`` (audit id -> sizes): targets on them are "not run".
     dropped: tuple[tuple[str, tuple[int, ...]], ...] = ()
     #: ``family_alpha`` of the config (None: each audit's own ``alpha``); ``alpha`` is then the share
-    #: of each audit task.
+    #: of each audit task (``family_split: tasks``) or of each audit (``audits``).
     family_alpha: float | None = None
+    family_split: str | None = None
+    #: Set by :func:`bench.audits.build.check` once every costly check of this spec passed, so that
+    #: checking the same spec again (``dpharness audit`` checks before it prints, the runner before it
+    #: creates the run folder) is free. Not part of the spec's value.
+    checked: bool = field(default=False, init=False, compare=False, repr=False)
 
     def audit(self, audit_id: str) -> AuditSpec:
         return next(a for a in self.audits if a.id == audit_id)
@@ -228,54 +226,6 @@ def _fmt_bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n / 1e3:.3g} kB"
-
-
-def _mechanism_names(kind: str) -> list[str]:
-    if kind == "zoo":
-        from dpharness.verifiers.controls import zoo
-
-        return zoo.available()
-    if kind == "registry":
-        from dpharness import mechanisms
-
-        return ["all", *mechanisms.available()]
-    if kind == "suite":
-        from dpharness.verifiers.controls import suites
-
-        return [e.qualified for s in suites.suites() for e in suites.entries(s)]
-    from dpharness.bench import peers
-
-    return list(peers.AUDIT_PEERS)
-
-
-def _mechanism_params(kind: str, name: str) -> list[str]:
-    """Accepted parameter names of a mechanism (no library is imported for peers)."""
-    if kind == "zoo":
-        from dataclasses import fields
-
-        from dpharness.verifiers.controls import zoo
-
-        return [f.name for f in fields(zoo.get(name).cls)]
-    if kind == "registry":
-        from dpharness import mechanisms
-
-        return list(mechanisms.registry.parameters(name))
-    if kind == "suite":
-        return []  # a suite entry is the paper's instance: no parameters
-    from dpharness.bench import peers
-
-    return list(peers.parameters(name))
-
-
-def _is_word(v: Any) -> bool:
-    """Text that is not a number (PyYAML reads 1e-3 as text)."""
-    if not isinstance(v, str):
-        return False
-    try:
-        float(v)
-    except ValueError:
-        return True
-    return False
 
 
 def import_paths(base_dir: Any) -> tuple[str, ...]:
@@ -353,115 +303,26 @@ def _parse_library(c: Ctx, raw: dict) -> dict:
     return out
 
 
-def _parse_mechanism(c: Ctx, raw: Any) -> dict:
-    """``mechanism:``: exactly one of zoo/registry/peer/suite/callable/library with a known name; parameter
-    names known; epsilon, delta and sensitivity in range whatever the mechanism."""
+def _parse_mechanism(c: Ctx, raw: Any) -> MechanismRef:
+    """``mechanism:``: ``name:`` or exactly one of zoo/registry/peer/suite/callable/library, parsed
+    into one :class:`MechanismRef` (catalogue names and parameters by
+    :func:`~bench.audits.catalogue.parse_catalogued`; import paths here)."""
     if raw is None:
-        c.error("mechanism", "is required: a mapping with one of zoo:, registry:, peer:, suite:, callable:, library: "
-                "and the parameters")
+        c.error("mechanism", "is required: a mapping with one of name:, zoo:, registry:, peer:, suite:, callable:, "
+                "library: and the parameters")
     c.require_mapping(raw, "mechanism")
     kinds = [k for k in MECHANISM_KINDS if k in raw]
+    if not kinds and "name" in raw:  # the one key (with a kind's key, name is a parameter or claim key)
+        kinds = ["name"]
     if len(kinds) != 1:
-        c.error("mechanism", "must name exactly one of zoo:, registry:, peer:, suite:, callable:, library:"
+        c.error("mechanism", "must name exactly one of name:, zoo:, registry:, peer:, suite:, callable:, library:"
                 + (f" (got {', '.join(kinds)})" if kinds else ""))
     kind = kinds[0]
     if kind == "callable":
-        return _parse_callable(c, raw)
+        return MechanismRef(_parse_callable(c, raw))
     if kind == "library":
-        return _parse_library(c, raw)
-    name = raw[kind]
-    names = _mechanism_names(kind)
-    if not isinstance(name, str) or name not in names:
-        what = {"zoo": "zoo mechanism", "registry": "mechanism", "peer": "peer mechanism",
-                "suite": "suite mechanism"}[kind]
-        c.error(f"mechanism.{kind}", f"unknown {what} {name!r}; accepted: {', '.join(names)}")
-    params = {k: v for k, v in raw.items() if k not in (kind, "example")}
-    if "example" in raw:
-        if kind != "registry":
-            c.error("mechanism.example", "only registry mechanisms have an example(); accepted keys: "
-                    f"{kind}, and the parameters")
-        c.get(raw, "example", bool, path="mechanism")
-        if raw.get("example") and params:
-            c.error(f"mechanism.{next(iter(params))}", "example: true builds the registry's example(); "
-                    "drop the parameters or example: true")
-    if name == "all":
-        if params:
-            c.error(f"mechanism.{next(iter(params))}", "registry: all takes no parameters (each mechanism is built "
-                    "from its example())")
-        return dict(raw)
-    if not raw.get("example"):
-        accepted = _mechanism_params(kind, name)
-        for p in params:
-            if p not in accepted:
-                c.error(f"mechanism.{p}", f"unknown parameter of {kind} {name!r}; accepted: "
-                        f"{', '.join(accepted) or 'none (a suite entry is the paper’s own instance)'}")
-    if "epsilon" in params:
-        c.number(raw, "epsilon", lo=0.0, lo_open=True, path="mechanism")
-    if "delta" in params:
-        c.number(raw, "delta", lo=0.0, hi=1.0, hi_open=True, path="mechanism")
-    if "sensitivity" in params and not _is_word(params["sensitivity"]):
-        # (a word is a named sensitivity, e.g. smooth_sensitivity_median's replace_one: its builder checks it)
-        c.number(raw, "sensitivity", lo=0.0, lo_open=True, path="mechanism")
-    return dict(raw)
-
-
-def _check_value(c: Ctx, v: Any, path: str) -> Any:
-    """One record value or score: a number (finite, NaN -- a missing value; NaN records compare
-    equal --, or -inf for an excluded score), a label string or a boolean (a label too: e.g. the
-    input of a randomized response)."""
-    if isinstance(v, bool):
-        return v
-    if v is None or isinstance(v, (list, dict)):
-        c.error(path, f"must be a number (or a label: text or true/false), got {v!r}")
-    if isinstance(v, numbers.Real):
-        f = float(v)
-        if f == math.inf:
-            c.error(path, "must not be +inf (only -inf, an excluded score, is accepted)")
-        return v
-    if isinstance(v, str):
-        try:  # PyYAML reads 1e-3 as text: numeric text is a number here too
-            f = float(v)
-        except ValueError:
-            return v
-        return _check_value(c, f, path)
-    c.error(path, f"must be a number (or a label: text or true/false), got {v!r}")
-
-
-def _check_dataset(c: Ctx, d: Any, path: str) -> Any:
-    """A dataset: a number (value/bit data), a list of records / scores, or a list of rows (one
-    record per inner list, all of one non-zero length)."""
-    if isinstance(d, str):
-        c.error(path, f"must be a number or a list of records, got the text {d!r}")
-    if isinstance(d, list):
-        rows = [isinstance(v, list) for v in d]
-        if not any(rows):
-            return [_check_value(c, v, f"{path}[{i}]") for i, v in enumerate(d)]
-        if not all(rows):
-            i = rows.index(False)
-            c.error(f"{path}[{i}]", f"must be a row (a list) like the dataset's other records, got {d[i]!r}; a "
-                    "dataset is a list of values or a list of rows of one length")
-        width = len(d[0])
-        for i, row in enumerate(d):
-            if not row:
-                c.error(f"{path}[{i}]", "must not be an empty row (a record has at least one value)")
-            if len(row) != width:
-                c.error(f"{path}[{i}]", f"has {len(row)} values but {path}[0] has {width} (the rows of a dataset "
-                        "have one length)")
-        return [[_check_value(c, v, f"{path}[{i}][{j}]") for j, v in enumerate(row)] for i, row in enumerate(d)]
-    return _check_value(c, d, path)
-
-
-def _parse_pairs(c: Ctx, raw: Any) -> Any:
-    if raw in ("witness", "search", "suite"):
-        return raw
-    if not isinstance(raw, list) or not raw:
-        c.error("pairs", f"must be witness, search, suite or a non-empty list of [d1, d2] pairs, got {raw!r}")
-    out = []
-    for i, p in enumerate(raw):
-        if not isinstance(p, list) or len(p) != 2:
-            c.error(f"pairs[{i}]", f"must be a pair [d1, d2], got {p!r}")
-        out.append((_check_dataset(c, p[0], f"pairs[{i}][0]"), _check_dataset(c, p[1], f"pairs[{i}][1]")))
-    return tuple(out)
+        return MechanismRef(_parse_library(c, raw))
+    return parse_catalogued(c, raw, kind)
 
 
 def _parse_samples(c: Ctx, raw: dict) -> tuple[int, ...]:
@@ -491,11 +352,11 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
         c.error("id", f"must use letters, digits, _ . - only, got {aid!r}")
     mech = _parse_mechanism(c, raw.get("mechanism"))
     expect = c.choice(raw, "expect", ("correct", "broken", "calibration"), "correct")
-    pairs = _parse_pairs(c, raw.get("pairs", "suite" if "suite" in mech else "witness"))
-    if pairs == "witness" and "zoo" not in mech:
+    pairs = parse_pairs(c, raw.get("pairs", "suite" if mech.kind == "suite" else "witness"))
+    if pairs == "witness" and mech.kind != "zoo":
         c.error("pairs", "witness pairs exist only for zoo mechanisms; use search, suite (suite mechanisms) "
                 "or a list of pairs")
-    if pairs == "suite" and "suite" not in mech:
+    if pairs == "suite" and mech.kind != "suite":
         c.error("pairs", "suite pairs exist only for suite mechanisms; use witness (zoo), search or a list of pairs")
     samples = _parse_samples(c, raw)
     repeat = int(c.number(raw, "repeat", 1, lo=1, hi=MAX_REPEAT, integer=True))
@@ -521,53 +382,15 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
                 generator=generator, true_epsilon=None if te is None else float(te), alpha=a,
                 selection=None if sel is None else float(sel), index=i, sequential=seq,
                 float_events=None if fe is None else bool(fe))
-    if mech.get("registry") == "all":
+    if mech.kind == "registry" and mech.name == "all":
         if pairs != "search":
-            c.error("pairs", "registry: all needs pairs: search (pairs come from each mechanism's generator)")
+            c.error("pairs", f"{mech.key}: all needs pairs: search (pairs come from each mechanism's generator)")
         from dpharness import mechanisms
 
-        return [AuditSpec(id=f"{aid}.{name}", mechanism={"registry": name, "example": True}, **base)
-                for name in mechanisms.available()]
-    paths = import_paths(c.base_dir) if "callable" in mech else ()
+        return [AuditSpec(id=f"{aid}.{name}", mechanism=MechanismRef({"registry": name, "example": True}, mech.key),
+                          **base) for name in mechanisms.available()]
+    paths = import_paths(c.base_dir) if mech.kind == "callable" else ()
     return [AuditSpec(id=aid, mechanism=mech, import_paths=paths, **base)]
-
-
-def _parse_target(c: Ctx, raw: Any, sizes: dict[str, set[int]]) -> TargetSpec:
-    """One target; ``sizes`` maps every audit id to its sample sizes (before any cap)."""
-    ids = set(sizes)
-    c.require_mapping(raw)
-    c.reject_unknown(raw, TARGET_KEYS)
-    tid = c.get(raw, "id", str)
-    check = c.choice(raw, "check", CHECKS)
-    audit = c.get(raw, "audit", str, None)
-    audits_raw = raw.get("audits") or []
-    if not isinstance(audits_raw, list):
-        c.error("audits", f"must be a list of audit ids, got {audits_raw!r}")
-    if audit is not None and audit not in ids:
-        c.error("audit", f"unknown audit id {audit!r}; accepted: {', '.join(sorted(ids))}")
-    for j, a in enumerate(audits_raw):
-        if a not in ids:
-            c.error(f"audits[{j}]", f"unknown audit id {a!r}; accepted: {', '.join(sorted(ids))}")
-    if check not in ("false_violation_rate", "wall_time_at_most") and audit is None:
-        c.error("audit", f"is required for check {check}")
-    samples = c.number(raw, "samples", None, lo=1, integer=True)
-    if samples is not None and audit is not None and int(samples) not in sizes[audit]:
-        c.error("samples", f"audit {audit!r} runs no sample size {int(samples)}; accepted: "
-                f"{', '.join(map(str, sorted(sizes[audit])))}")
-    value = c.number(raw, "value", None)
-    mx = c.number(raw, "max", None)
-    mdd = c.number(raw, "max_draws_per_dataset", None, lo=1, integer=True)
-    min_rate = float(c.number(raw, "min_rate", 1.0, lo=0.0, hi=1.0))
-    if check in ("epsilon_lower_at_least", "calls_at_most", "wall_time_at_most", "support_violation") and value is None:
-        c.error("value", f"is required for check {check}")
-    if check == "false_violation_rate" and mx is None:
-        c.error("max", "is required for check false_violation_rate (with audits: [...])")
-    if check == "false_violation_rate" and not audits_raw:
-        c.error("audits", "is required for check false_violation_rate: a list of audit ids")
-    return TargetSpec(id=tid, text=c.get(raw, "text", str, ""), check=check, audit=audit, audits=tuple(audits_raw),
-                      samples=None if samples is None else int(samples), value=None if value is None else float(value),
-                      max=None if mx is None else float(mx), max_draws_per_dataset=None if mdd is None else int(mdd),
-                      min_rate=min_rate)
 
 
 def _cap(ctx: Ctx, raw: dict, key: str, lo: int) -> int | None:
@@ -595,6 +418,9 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
     if family is not None and "alpha" in raw:
         attempt(ctx.error, "family_alpha", "give the error level once: alpha (each audit's own level) or family_alpha "
                 "(one level for the whole config, split by dpharness over its audit tasks), not both")
+    split = attempt(ctx.choice, raw, "family_split", FAMILY_SPLITS, "tasks")
+    if "family_split" in raw and family is None and "family_alpha" not in raw:
+        attempt(ctx.error, "family_split", "says what family_alpha is split over: give family_alpha too")
     max_samples = attempt(_cap, ctx, raw, "max_samples", 8)
     max_repeat = attempt(_cap, ctx, raw, "max_repeat", 1)
     audits_raw = raw.get("audits")
@@ -619,25 +445,28 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
     sizes = {a.id: set(a.samples) for a in audits}
     for aid, gone in dropped:
         sizes[aid] = sizes.get(aid, set()) | set(gone)
-    targets = [attempt(_parse_target, ctx.at("targets", i), t, sizes) for i, t in enumerate(targets_raw)]
+    targets = [attempt(parse_target, ctx.at("targets", i), t, sizes) for i, t in enumerate(targets_raw)]
     if errors:
         raise errors_at_once(ctx.file, errors)
     if family is not None:
-        audits, alpha = _split_family(audits, audits_raw, float(family))
+        audits, alpha = _split_family(audits, audits_raw, float(family), split)
     return AuditSet(audits=tuple(audits), targets=tuple(t for t in targets if t is not None), alpha=float(alpha),
                     file=ctx.file, max_samples=max_samples, max_repeat=max_repeat, dropped=tuple(dropped),
-                    family_alpha=None if family is None else float(family))
+                    family_alpha=None if family is None else float(family),
+                    family_split=split if family is not None else None)
 
 
-def _split_family(audits: list[AuditSpec], raw: list, family: float) -> tuple[list[AuditSpec], float]:
-    """``family_alpha``: every audit task (audit x sample size x repeat, of the tier that runs) without
-    an ``alpha`` of its own gets ``family / tasks`` (Bonferroni), so that the chance of any false flag
+def _split_family(audits: list[AuditSpec], raw: list, family: float, split: str) -> tuple[list[AuditSpec], float]:
+    """``family_alpha``: the audits without an ``alpha`` of their own share ``family`` evenly
+    (Bonferroni, :func:`verifiers.statistical.alpha.split_alpha`), so that the chance of any false flag
     of a correct mechanism in the whole config is at most ``family`` -- however many audits, sample
-    sizes or registered mechanisms (``registry: all``) it holds. Audits with their own ``alpha`` keep it."""
+    sizes or registered mechanisms (``registry: all``) it holds. ``split``: ``tasks`` -- each audit
+    task (audit x sample size x repeat, of the tier that runs) is one test; ``audits`` -- each audit is
+    one, at that level at every sample size and repeat. Audits with their own ``alpha`` keep it."""
     from dataclasses import replace
 
     members = [a for a in audits if not (isinstance(raw[a.index], dict) and "alpha" in raw[a.index])]
-    tasks = sum(len(a.samples) * a.repeat for a in members)
-    each = family / max(tasks, 1)
+    tests = [len(a.samples) * a.repeat for a in members] if split == "tasks" else None
+    each = split_alpha(family, len(members), tests)
     ids = {a.id for a in members}
     return [replace(a, alpha=each) if a.id in ids else a for a in audits], each

@@ -1,6 +1,6 @@
 """One audit task: an audit at one sample size and one repeat, as one flat results row.
 
-Runs in a worker of the one runner (:func:`bench.runner.run`); the mechanism is rebuilt there from
+Runs in a worker of the one runner (:func:`bench.run.runner.run`); the mechanism is rebuilt there from
 its picklable spec (a ``callable:`` is imported there from the folders recorded in the spec, so a
 loky worker resolves the user's module exactly as the validating process did). The verifier's
 integer seed is drawn from the task's generator, which the runner derives from the root seed and
@@ -70,10 +70,12 @@ def _published(name: str) -> dict[str, Any]:
 def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Generator) -> dict[str, Any]:
     """Audit ``a`` at ``samples`` (per dataset, or the total budget of a search), seeded from ``rng``.
 
-    Given pairs are audited each at ``alpha / #pairs`` (Bonferroni) and the highest certified
-    bound is kept. Exceptions propagate: the runner records the task as an error (retried on resume).
+    Given pairs are audited each at the audit's ``alpha`` split over the pairs (Bonferroni,
+    :func:`verifiers.statistical.alpha.split_alpha`) and the highest certified bound is kept.
+    Exceptions propagate: the runner records the task as an error (retried on resume).
     """
     from dpharness import verifiers
+    from dpharness.verifiers.statistical.alpha import split_alpha
 
     mech, name, true_eps = build_mechanism(a.mechanism, a.import_paths)  # callable: imported here too
     seed = int(rng.integers(0, 2**62))
@@ -92,18 +94,18 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
         pairs = [Pair(d1, d2, lab) for d1, d2, lab in given_pairs(a, mech)]
         v = verifiers.search(mech, generator=pairs, budget=samples, alpha=a.alpha, rng=seed, **kw)
         label = v.witness.pair_label if v.witness else ""
-        row.update(_published(a.mechanism["suite"]))
+        row.update(_published(a.mechanism.name))
     elif a.search:
         v = verifiers.search(mech, generator=a.generator, budget=samples, alpha=a.alpha, rng=seed, **kw)
         label = v.witness.pair_label if v.witness else ""
-        if "suite" in a.mechanism:
-            row.update(_published(a.mechanism["suite"]))
+        if a.mechanism.kind == "suite":
+            row.update(_published(a.mechanism.name))
     else:
         best = None
         pairs = given_pairs(a, mech)
+        each = split_alpha(a.alpha, len(pairs))
         for i, (d1, d2, lab) in enumerate(pairs):
-            vi = verifiers.audit(mech, d1, d2, samples=samples, alpha=a.alpha / len(pairs), rng=seed + i,
-                                 events=a.events, **kw)
+            vi = verifiers.audit(mech, d1, d2, samples=samples, alpha=each, rng=seed + i, events=a.events, **kw)
             if best is None or vi.epsilon_lower > best[0].epsilon_lower:
                 best = (vi, lab)
         v, label = best  # type: ignore[misc]

@@ -57,9 +57,10 @@ def run(args: argparse.Namespace) -> int:
         entry: dict[str, Any] = {"path": str(path), "valid": False, "errors": [], "name": None, "experiment": None,
                                  "hash": None, "tasks": None, "quick_tasks": None}
         try:
-            cfg = load_config(path)  # audit configs too (kind `audit`, selected by their `audits:` key)
-            quick_raw = read_yaml(path).get("quick")
-            tiers = [cfg] + ([load_config(path, quick=True)] if isinstance(quick_raw, dict) and quick_raw else [])
+            raw = read_yaml(path)  # read once for both tiers
+            cfg = load_config(path, raw=raw)  # audit configs too (kind `audit`, selected by their `audits:` key)
+            quick_raw = raw.get("quick")
+            tiers = [cfg] + ([load_config(path, quick=True, raw=raw)] if isinstance(quick_raw, dict) and quick_raw else [])
             counts = []
             for c in tiers:
                 if hasattr(c.module, "check"):  # exactly the checks `run` makes before computing

@@ -102,6 +102,7 @@ def load_config(
     quick: bool = False,
     seed: int | None = None,
     base_dir: str | Path | None = None,
+    raw: dict | None = None,
 ) -> Config:
     """Read, resolve and validate a config; every mistake of the file is reported at once.
 
@@ -118,6 +119,9 @@ def load_config(
     base_dir
         Folder that relative data paths are read from (default: the config file's folder; a run
         folder's config.yaml records the original one, see :func:`bench.run.folders.load_run_config`).
+    raw
+        The mapping the caller already read from the YAML path ``source`` (:func:`read_yaml`): the
+        file is then not read again.
 
     Raises
     ------
@@ -129,7 +133,7 @@ def load_config(
     if isinstance(source, dict):
         raw, file, base, stem = dict(source), "<dict>", None, None
     else:
-        raw, file = read_yaml(source), str(source)
+        raw, file = read_yaml(source) if raw is None else raw, str(source)
         base, stem = Path(source).resolve().parent, Path(source).stem
     if base_dir is not None:
         base = Path(base_dir).resolve()

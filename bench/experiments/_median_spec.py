@@ -9,11 +9,11 @@ that caused it (``mechanisms[i].<param>``, ``epsilon``, ...). ``reference`` rows
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from dpharness import mechanisms
+from dpharness.mechanisms.base import ParamError
 from dpharness.bench.config import REQUIRED, Ctx, did_you_mean
 from dpharness.bench.config.data import DataSpec, parse_data
 from dpharness.bench.run.tasks import format_value
@@ -256,15 +256,14 @@ def _check_build(ms: MechSpec, spec: Spec, c: Ctx, entry: dict) -> bool:
             ms.build(spec, eps, q, bounds)
         except (ValueError, TypeError) as exc:
             msg = str(exc)
-            m = re.match(r"^(?:[\w.]+: )?(\w+) (.*)$", msg, re.S)
-            word, rest = (m.group(1), m.group(2)) if m else ("", msg)
-            if word in entry and word not in ("label", "name"):
+            word = exc.field if isinstance(exc, ParamError) else ""  # the parameter the builder refused
+            if isinstance(exc, ParamError) and word in entry and word not in ("label", "name"):
                 v = entry[word]
                 path = word
                 if isinstance(v, list):
                     val = dict(ms.params).get(word)
                     path = f"{word}[{v.index(val)}]" if val in v else word
-                c.report(path, rest)
+                c.report(path, exc.detail)
             elif word == "epsilon":
                 c.report("epsilon", f"{msg} (from the epsilon grid, epsilon={format_value(eps)})")
             elif word in ("lower", "upper"):

@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from dpharness import mechanisms
+from dpharness.mechanisms.base import ParamError
 from dpharness.bench.config import REQUIRED, Ctx, did_you_mean
 from dpharness.bench.config.data import DataSpec, parse_data
 from dpharness.bench.run.tasks import Summary, Task, data_rng, format_value, make_key
@@ -297,8 +298,8 @@ def _parse_mechanisms(raw: dict, ctx: Ctx, spec: Spec) -> tuple[MechSpec, ...]:
                     for b in ranges:
                         ms.build(spec, eps, m, b)
         except (ValueError, TypeError) as exc:
-            word = str(exc).split(" ", 1)[0]
-            c.report(word if word in entry else "", f"{name}: {exc}")
+            field = exc.field if isinstance(exc, ParamError) else ""  # the parameter the builder refused
+            c.report(field if field in entry else "", f"{name}: {exc}")
             continue
         out.append(ms)
     return tuple(out)

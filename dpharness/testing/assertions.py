@@ -247,7 +247,7 @@ def assert_no_regression(new_results: Any, baseline_dir: Any, *, alpha: float = 
     Parameters
     ----------
     new_results
-        The new run folder (or anything with a ``run_dir``, e.g. what ``bench.runner.run`` returns).
+        The new run folder (or anything with a ``run_dir``, e.g. what ``bench.run.runner.run`` returns).
     baseline_dir
         The baseline run folder of the same config (e.g. committed under ``results/baselines/``).
     alpha, tolerance, paired

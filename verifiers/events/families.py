@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
 from dpharness.verifiers.events.core import Candidates, concat
 
 __all__ = ["Family", "Draws", "register", "registry", "family_names", "discover", "build_candidates",
@@ -158,7 +159,7 @@ def check_events(events: Any, name: str = "events") -> None:
     if not ok and isinstance(items, (list, tuple, set, frozenset)) and len(items) > 0:
         ok = all(isinstance(x, str) and (x in PRESETS or x in _FAMILIES) for x in items)
     if not ok:
-        raise ValueError(f"{name} must be None (the mechanism's default), {_accepted()}; got {events!r}")
+        raise ParamError(name, f"{name} must be None (the mechanism's default), {_accepted()}; got {events!r}")
 
 
 def _preset(p: str) -> frozenset[str]:

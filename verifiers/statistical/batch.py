@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
 from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
 from dpharness.verifiers.events import Candidates, Event, build_candidates, event_families, registry, resolve_events
@@ -311,7 +312,7 @@ def check_sequential(sequential: Any) -> bool:
 
 def check_samples(samples: Any, name: str = "samples", minimum: int = 2) -> int:
     if not isinstance(samples, (numbers.Integral, np.integer)) or isinstance(samples, bool) or samples < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {samples!r}")
+        raise ParamError(name, f"{name} must be an integer >= {minimum}, got {samples!r}")
     return int(samples)
 
 
@@ -319,7 +320,7 @@ def check_selection(selection: Any, name: str = "selection") -> float:
     """The selection share: a number strictly between 0 and 1 (``ValueError`` naming it otherwise)."""
     ok = isinstance(selection, (numbers.Real, np.floating, np.integer)) and not isinstance(selection, bool)
     if not ok or not (0.0 < float(selection) < 1.0):
-        raise ValueError(f"{name} must be a number in (0, 1), got {selection!r}")
+        raise ParamError(name, f"{name} must be a number in (0, 1), got {selection!r}")
     return float(selection)
 
 
@@ -396,7 +397,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     check_events(events)
     check_selection(selection)
     if direction is not None and (not isinstance(direction, str) or direction not in DIRECTIONS):
-        raise ValueError(f"direction must be one of {', '.join(map(repr, DIRECTIONS))} or None (both), got {direction!r}")
+        raise ParamError("direction", f"direction must be one of {', '.join(map(repr, DIRECTIONS))} or None (both), got {direction!r}")
     if event is not None and not isinstance(event, Event):
         raise TypeError(f"event must be a verifiers.Event or None, got {type(event).__name__} {event!r}")
     if not isinstance(check_pair, (bool, np.bool_)):

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
 from dpharness.mechanisms.contracts import is_finite as _declares_finite
 
 __all__ = ["seed_of", "stream", "draw", "count_draws", "is_finite", "SELECT", "CERTIFY", "CHUNK_BYTES",
@@ -21,7 +22,7 @@ def seed_of(rng: Any) -> int:
         return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
     if isinstance(rng, (numbers.Integral, np.integer)) and not isinstance(rng, bool):
         if int(rng) < 0:
-            raise ValueError(f"rng must be a non-negative seed, a Generator or None, got {rng!r}")
+            raise ParamError("rng", f"rng must be a non-negative seed, a Generator or None, got {rng!r}")
         return int(rng)
     if isinstance(rng, np.random.Generator):
         return int(rng.integers(0, 2**63 - 1))
@@ -29,7 +30,7 @@ def seed_of(rng: Any) -> int:
         return int(rng.entropy)  # type: ignore[arg-type]
     if isinstance(rng, np.random.SeedSequence):
         return int(rng.generate_state(2, np.uint64).astype(object).dot([1, 2**64]))
-    raise ValueError(f"rng must be None, a non-negative int, a SeedSequence or a numpy Generator, got {rng!r}")
+    raise ParamError("rng", f"rng must be None, a non-negative int, a SeedSequence or a numpy Generator, got {rng!r}")
 
 
 def stream(seed: int, *key: int) -> np.random.Generator:

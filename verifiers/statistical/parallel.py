@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
 from dpharness.verifiers.statistical.draws import count_draws, draw, stream
 
 __all__ = ["sampling", "chunk_sizes", "sample_draws", "sample_count", "sample_draws_pair", "sample_count_pair", "active", "BACKENDS", "CHUNK", "MIN_CHUNK",
@@ -140,7 +141,7 @@ def check_jobs(jobs: Any, backend: Any = None, scheduler: Any = None) -> tuple[i
     (default loky), ``scheduler`` a dask address (dask only); ``ValueError`` naming the argument."""
     if jobs is not None:
         if isinstance(jobs, bool) or not isinstance(jobs, (numbers.Integral, np.integer)) or not (jobs >= 1 or jobs == -1):
-            raise ValueError(f"jobs must be None (one stream per role, in this process), an integer >= 1 or -1 (every "
+            raise ParamError("jobs", f"jobs must be None (one stream per role, in this process), an integer >= 1 or -1 (every "
                              f"core), got {jobs!r}")
         jobs = int(jobs)
         if jobs == -1:
@@ -149,12 +150,12 @@ def check_jobs(jobs: Any, backend: Any = None, scheduler: Any = None) -> tuple[i
             jobs = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
     b = "loky" if backend is None else backend
     if not isinstance(b, str) or b not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        raise ParamError("backend", f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if scheduler is not None:
         if b != "dask":
-            raise ValueError(f"scheduler is a dask scheduler address; it needs backend='dask', got backend={b!r}")
+            raise ParamError("scheduler", f"scheduler is a dask scheduler address; it needs backend='dask', got backend={b!r}")
         if not isinstance(scheduler, str) or not scheduler.strip():
-            raise ValueError(f"scheduler must be a dask scheduler address such as 'tcp://host:8786', got {scheduler!r}")
+            raise ParamError("scheduler", f"scheduler must be a dask scheduler address such as 'tcp://host:8786', got {scheduler!r}")
     if jobs is None and (backend is not None or scheduler is not None):
         raise ValueError("backend/scheduler need jobs= (the number of workers; -1: every core)")
     return jobs, b, scheduler

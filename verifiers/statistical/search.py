@@ -2,7 +2,7 @@
 
 The budget (total mechanism calls, both datasets) is split into a selection part and a
 certification part. Selection runs successive halving over the candidate pairs of
-:func:`verifiers.neighbours.pairs_for`: every live pair gets a round of draws, pairs are ranked by
+:func:`verifiers.pairs_for`: every live pair gets a round of draws, pairs are ranked by
 the best predicted certified bound among their events (:func:`verifiers.statistical.batch.best_choice`,
 on all selection draws accumulated so far), and the better half survives. A pair listed again, or
 listed swapped, is searched once: every event is scored in both directions, so (d1, d2) and
@@ -47,7 +47,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     generator
         ``"auto"`` (pairs of the family of ``claim.neighbours``), a family name, a callable
         ``generator(mechanism)`` or an iterable of ``(d1, d2)`` pairs; see
-        :func:`verifiers.neighbours.pairs_for`. Under a privacy-map claim (:mod:`verifiers.claims`)
+        :func:`verifiers.pairs_for`. Under a privacy-map claim (:mod:`verifiers.claims`)
         every pair is held to the map at its own distance (selection and certification); the
         verdict states the winning pair's claim and distance (``Verdict.extra["d_in"]``).
     budget

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
+from dpharness.mechanisms.base import ParamError, PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
 from dpharness.mechanisms.laws import LocationScaleLaw
 from dpharness.verifiers.events import Event
 from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, _check_rnm, _exp_cdf, _lap_cdf, _n, _scalar, _shape, zoo_register
@@ -105,7 +105,7 @@ class ZooRNMLaplaceValue(_Base):
     def __post_init__(self) -> None:
         _check_rnm(self)
         if not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {self.k!r}")
+            raise ParamError("k", f"k must be an integer >= 1, got {self.k!r}")
 
     @property
     def scale(self) -> float:

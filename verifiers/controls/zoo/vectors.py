@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special
 
-from dpharness.mechanisms.base import PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
+from dpharness.mechanisms.base import ParamError, PrivacyClaim, as_rng, check_epsilon, check_positive, check_scores
 from dpharness.verifiers.events import Event
 from dpharness.verifiers.relations.privacy_unit import unit_records
 from dpharness.verifiers.controls.zoo.base import ZooWitness, _Base, _n, zoo_register
@@ -119,7 +119,7 @@ class ZooUserCount(_Base):
         check_epsilon(self.epsilon)
         if isinstance(self.max_contributions, bool) or not isinstance(self.max_contributions, (int, np.integer)) \
                 or self.max_contributions < 1:
-            raise ValueError(f"max_contributions must be a positive integer, got {self.max_contributions!r}")
+            raise ParamError("max_contributions", f"max_contributions must be a positive integer, got {self.max_contributions!r}")
 
     @property
     def claim(self) -> PrivacyClaim:
@@ -199,7 +199,7 @@ class ZooTopKGumbel(_Base):
         check_epsilon(self.epsilon)
         check_positive(self.sensitivity, "sensitivity")
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise ValueError(f"k must be a positive integer, got {self.k!r}")
+            raise ParamError("k", f"k must be a positive integer, got {self.k!r}")
 
     @property
     def claim(self) -> PrivacyClaim:
