@@ -13,7 +13,9 @@ the discrete distance of local DP) are defined in :mod:`verifiers.relations.metr
 
 The relation the pair generators use (``claim.neighbours``) defaults to :data:`DEFAULT_RELATION`
 of the metric; any generated or given pair is legal when its distance is finite and the map
-returns a valid claim at it.
+returns a valid claim at it. The claim's ``relation`` (:class:`MapRelation`) wraps that relation:
+it generates and checks the pairs, and the map admits them, so the one
+:func:`verifiers.pairs_for` (also :func:`pairs_for` here) serves fixed claims and maps alike.
 """
 
 from __future__ import annotations

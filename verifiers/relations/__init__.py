@@ -32,11 +32,12 @@ from typing import Any
 from dpharness.verifiers.relations.base import Relation
 from dpharness.verifiers.relations.generate import are_neighbours, check_neighbours, family_of, pairs_for, why_not
 from dpharness.verifiers.relations.pairs import Pair, PairList, merge_swaps
+from dpharness.verifiers.relations.privacy_unit import unit_records
 from dpharness.verifiers.relations.registry import UnknownRelation, discover, families, get, names, register, relation_of
 
 __all__ = ["Relation", "UnknownRelation", "Pair", "PairList", "merge_swaps", "why_not", "are_neighbours",
            "check_neighbours", "family_of", "pairs_for", "get", "register", "discover", "relation_of", "names",
-           "families", "FAMILIES"]
+           "families", "FAMILIES", "unit_records"]
 
 
 def __getattr__(name: str) -> Any:

@@ -41,7 +41,8 @@ class Relation:
     #: the input metric (:data:`verifiers.claims.INPUT_METRICS`) under which neighbours are at distance
     #: 1 (one unit of sensitivity), or None
     metric: ClassVar[str | None] = None
-    #: the generator families this relation brings, by family name
+    #: the generator families this relation brings (``family`` among them), by family name; a
+    #: family another relation brings is reused by listing its generator here too
     generators: ClassVar[dict[str, Generator]] = {}
 
     @property

@@ -53,8 +53,10 @@ _found = False
 
 def register(relation: Relation) -> Relation:
     """Add ``relation`` (and its generator families) to the registry; claims may then name it."""
-    if not isinstance(relation, Relation) or not relation.name or not relation.family:
-        raise TypeError(f"a relation is a Relation with a name and a generator family, got {relation!r}")
+    if not isinstance(relation, Relation) or not relation.name or relation.family not in relation.generators:
+        raise TypeError(f"a relation is a Relation with a name and a generator family among its generators (to "
+                        f"reuse another relation's, list it: generators = {{'histograms': histogram_pairs}}), got "
+                        f"{relation!r}")
     known = _RELATIONS.get(relation.name)
     if known is not None and type(known) is not type(relation):
         raise ValueError(f"neighbour relation {relation.name!r} is already registered ({known!r})")
