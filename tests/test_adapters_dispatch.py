@@ -17,7 +17,7 @@ from dpharness.adapters.library import Library, Target
 
 
 def test_every_library_module_declares_itself_in_the_table():
-    assert A.TARGET_ROOTS == ("opendp", "diffprivlib", "pydp")
+    assert A.TARGET_ROOTS[:3] == ("opendp", "diffprivlib", "pydp")  # the shipped libraries first
     for lib in A.LIBRARIES:
         assert isinstance(lib, Library) and lib.root in lib.modules
         assert lib.adapt.__name__ in A.__all__  # its adapter is importable from dpharness.adapters

@@ -19,8 +19,8 @@ REAL = ("continuous_exponential", "csmooth_quantiles", "discrete_laplace", "duff
 
 
 def test_default_namespace_lists_only_real_mechanisms():
-    assert tuple(mechanisms.available()) == REAL
-    assert registry.available(registry.DEFAULT) == list(REAL)
+    assert set(REAL) <= set(mechanisms.available())  # the shipped ones; a new module adds its own
+    assert registry.available(registry.DEFAULT) == mechanisms.available() == sorted(mechanisms.available())
     assert not any(registry.SEPARATOR in n for n in mechanisms.available())
     assert set(registry.namespaces()) == {registry.DEFAULT, ZOO}
 
@@ -29,7 +29,7 @@ def test_zoo_is_a_namespace_of_the_one_registry():
     assert zoo.available() == registry.available(ZOO)
     assert len(zoo.available()) == 27 and len(zoo.available(structured=True)) == 12
     everything = registry.available(None)
-    assert set(everything) == set(REAL) | {f"zoo/{n}" for n in zoo.available()}
+    assert set(everything) == set(mechanisms.available()) | {f"zoo/{n}" for n in zoo.available()}
     # the same plain name in two namespaces: two different classes
     assert registry.get("permute_and_flip") is not registry.get("zoo/permute_and_flip")
     assert registry.get("zoo/permute_and_flip") is registry.get("permute_and_flip", namespace="zoo")

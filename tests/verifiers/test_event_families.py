@@ -44,13 +44,14 @@ def _key(v):
 
 def test_every_family_module_registers_its_family_in_order():
     names = events.family_names()
-    assert names == ("shape", "real", "intervals", "finite", "vector", "floats")
+    builtin = ("shape", "real", "intervals", "finite", "vector", "floats")
+    assert tuple(n for n in names if n in builtin) == builtin  # other modules may add families
     fams = {f.name: f for f in events.registry()}
     assert fams["shape"].always and fams["shape"].exclusive
     assert fams["floats"].presets == () and fams["intervals"].presets == ("all",)
     assert set(fams["real"].presets) == {"all", "thresholds"}
     assert fams["finite"].laws == ("finite",) and fams["real"].laws == ("real",)
-    assert set(events.KINDS) == {"le", "ge", "interval", "outside", "atom", "nan", "set", "pattern", "float", "shape"}
+    assert {"le", "ge", "interval", "outside", "atom", "nan", "set", "pattern", "float", "shape"} <= set(events.KINDS)
     with pytest.raises(TypeError, match="Family"):
         register(object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="already registered"):

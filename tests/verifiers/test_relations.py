@@ -46,13 +46,13 @@ CASES = {
 
 
 def test_one_module_and_one_object_per_relation():
-    assert set(R.names()) == set(NEIGHBOURS) == set(CASES)
+    assert set(NEIGHBOURS) == set(CASES) <= set(R.names())  # other relation modules may add names
     for name in NEIGHBOURS:
         rel = R.get(name)
         assert isinstance(rel, Relation) and rel.name == name
         assert type(rel).__module__ == f"dpharness.verifiers.relations.{name}"
         assert importlib.import_module(f"dpharness.verifiers.relations.{name}").RELATION is rel
-    assert R.FAMILIES == ("values", "bits", "scores", "records", "labels", "histograms", "units", "local")
+    assert R.FAMILIES[:8] == ("values", "bits", "scores", "records", "labels", "histograms", "units", "local")  # built-ins first
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -153,7 +153,7 @@ def test_verdict_row_and_format_data():
 
 
 def test_neighbour_families_generate_legal_pairs():
-    assert relations.FAMILIES == ("values", "bits", "scores", "records", "labels", "histograms", "units", "local")
+    assert relations.FAMILIES[:8] == ("values", "bits", "scores", "records", "labels", "histograms", "units", "local")
     m = zoo.make("duff_median")
     pairs = relations.pairs_for(m, "records")
     assert pairs and all(relations.are_neighbours(p.d1, p.d2, m.claim) for p in pairs)
