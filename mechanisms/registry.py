@@ -125,18 +125,32 @@ def register(name: str, *, namespace: str = DEFAULT, **meta: Any) -> Callable[[T
 PROVIDERS: dict[str, str] = {"zoo": "dpharness.verifiers.controls.zoo"}
 
 
+_PROVIDERS_FOUND: dict[str, str] | None = None
+#: namespaces whose provider was imported (a provider is imported once, whatever it registers)
+_LOADED: set[str] = set()
+
+
 def _providers() -> dict[str, str]:
-    out = dict(PROVIDERS)
-    for ep in importlib.metadata.entry_points(group="dpharness.namespaces"):
-        out.setdefault(ep.name, ep.value)
-    return out
+    """:data:`PROVIDERS` and the ``dpharness.namespaces`` entry points, read once (reading the
+    installed distributions' metadata costs milliseconds: ``make`` must not pay it per call)."""
+    global _PROVIDERS_FOUND
+    if _PROVIDERS_FOUND is None:
+        found = dict(PROVIDERS)
+        for ep in importlib.metadata.entry_points(group="dpharness.namespaces"):
+            found.setdefault(ep.name, ep.value)
+        _PROVIDERS_FOUND = found
+    return {**_PROVIDERS_FOUND, **PROVIDERS}
 
 
 def _load(ns: str | None) -> None:
-    """Import the provider of ``ns`` (every provider when None) unless its namespace is already filled."""
+    """Import the provider of ``ns`` (every provider when None), once."""
+    if ns is not None and (ns == DEFAULT or ns in _LOADED):
+        return
     for name, module in _providers().items():
-        if (ns is None or ns == name) and not _SPACES.get(name):
-            importlib.import_module(module)
+        if (ns is None or ns == name) and name not in _LOADED:
+            _LOADED.add(name)
+            if not _SPACES.get(name):
+                importlib.import_module(module)
 
 
 def namespaces() -> list[str]:
