@@ -19,7 +19,7 @@ def test_signatures_are_the_contract():
     assert list(a)[:3] == ["mechanism", "d1", "d2"]
     assert a["samples"].kind is inspect.Parameter.KEYWORD_ONLY and a["samples"].default is inspect.Parameter.empty
     assert a["alpha"].default == 0.05 and a["rng"].default is None
-    s = inspect.signature(verifiers.statistical.search).parameters
+    s = inspect.signature(verifiers.search).parameters
     assert list(s)[0] == "mechanism"
     assert s["generator"].default == "auto" and s["budget"].default is inspect.Parameter.empty
     assert s["alpha"].default == 0.05 and s["rng"].default is None
