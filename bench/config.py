@@ -217,7 +217,7 @@ def _resolve(raw: Any, ctx: Ctx, stem: str | None, quick: bool, seed: int | None
             prefix = f"{ctx.file}: "
             ctx.errors.extend((p, m[len(prefix):] if not p and m.startswith(prefix) else m) for p, m in exc.errors)  # type: ignore[union-attr]
         return None
-    except Exception:
+    except Exception:  # broad on purpose: a kind's parser may trip over a placeholder in any way; re-raised below
         if ctx.errors:  # the parser tripped over the placeholder of a mistake already recorded
             return None
         raise
