@@ -54,7 +54,8 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
 
 def check(spec: AuditSet) -> None:
     """Build every mechanism, check every given pair against its declared neighbour relation and
-    every search's pair generator; peers missing are reported once (ConfigError)."""
+    every search's pair generator; peers missing are reported once (ConfigError). Once per spec:
+    the spec remembers that it passed (``dpharness audit`` checks it before the runner does)."""
     _build.check(spec)
 
 
