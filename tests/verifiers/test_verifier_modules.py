@@ -90,23 +90,23 @@ def test_zoo_rnm_law_matches_the_mechanisms_law(noise, q):
 
 def test_zoo_entries_live_in_the_module_of_their_output_kind():
     where = {e.name: e.cls.__module__.rsplit(".", 1)[1] for e in zoo.entries()}
-    assert {n for n, m in where.items() if m == "zoo_finite"} == {
+    assert {n for n, m in where.items() if m == "finite"} == {
         "rnm_laplace", "rnm_monotone_scale", "rnm_exponential", "rnm_shared_noise", "permute_and_flip", "em",
         "em_missing_half"}
-    assert {n for n, m in where.items() if m == "zoo_real"} == {
+    assert {n for n, m in where.items() if m == "real"} == {
         "laplace", "laplace_inverted_scale", "rnm_laplace_value", "rnm_exponential_value"}
-    assert {n for n, m in where.items() if m == "zoo_medians"} == {
+    assert {n for n, m in where.items() if m == "medians"} == {
         "duff_median", "ss_median", "ss_median_local", "ss_median_big_beta"}
-    assert {n for n, m in where.items() if m == "zoo_vectors"} == {
+    assert {n for n, m in where.items() if m == "vectors"} == {
         "noisy_histogram", "noisy_histogram_half_noise", "user_count", "user_count_one_record", "topk_gumbel",
         "topk_top1_scale"}
-    assert {n for n, m in where.items() if m == "zoo_selection"} == {
+    assert {n for n, m in where.items() if m == "selection"} == {
         "joint_exp", "joint_exp_single_sensitivity", "topk_peeling_em", "topk_peeling_reused_uniform", "topk_laplace",
         "topk_laplace_top1_scale"}
-    assert {n for n, m in where.items() if m in ("zoo_vectors", "zoo_selection")} == set(zoo.available(structured=True))
+    assert {n for n, m in where.items() if m in ("vectors", "selection")} == set(zoo.available(structured=True))
     for e in zoo.entries():
-        if where[e.name] not in ("zoo_vectors", "zoo_selection"):
-            assert e.cls.kind == ("finite" if where[e.name] == "zoo_finite" else "real"), e.name
+        if where[e.name] not in ("vectors", "selection"):
+            assert e.cls.kind == ("finite" if where[e.name] == "finite" else "real"), e.name
     assert zoo.ZooLaplace is zoo_real.ZooLaplace and zoo.ZooSSMedian is zoo_medians.ZooSSMedian
 
 
