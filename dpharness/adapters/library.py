@@ -26,6 +26,10 @@ def _never(obj: Any) -> bool:
     return False
 
 
+def _no_api() -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Library:
     """One DP library the adapters read, as its module declares it (``LIBRARY = Library(...)``).
@@ -35,7 +39,8 @@ class Library:
     top-level module or which ``recognises`` it (objects told by shape or by name: an OpenDP
     measurement, a python-dp class name); a string no library recognises goes to the library that
     ``takes_any_name``. ``from_target`` builds the mechanism of a config's ``library:`` target
-    whose import path starts with ``root``.
+    whose import path starts with ``root``; ``api`` lists the installed release's ε-claiming public
+    functions and classes (for ``dpharness sweep``).
     """
 
     #: package-index name, for install messages ("python-dp")
@@ -50,6 +55,9 @@ class Library:
     modules: tuple[str, ...] = ()
     recognises: Callable[[Any], bool] = _never
     takes_any_name: bool = False
+    #: the installed release's public epsilon-claiming API as import paths ``"pkg.mod:Name"`` (what
+    #: ``dpharness sweep`` holds its catalogue against; imports the library)
+    api: Callable[[], list[str]] = _no_api
 
 
 class TargetError(ValueError):
