@@ -79,7 +79,8 @@ def build_library(spec: dict) -> Any:
     from dpharness import adapters as A
 
     try:
-        return A.from_target(spec["library"], spec.get("params") or {}, spec.get("adapter") or {})
+        return A.from_target(spec["library"], spec.get("params") or {}, spec.get("adapter") or {},
+                             build=spec.get("build"))
     except A.TargetError as exc:
         raise CallableError(str(exc), key=exc.field) from None
 

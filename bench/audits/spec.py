@@ -135,7 +135,7 @@ GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histogra
 MECHANISM_KINDS = MECHANISM_KEYS[1:]
 #: Keys of ``mechanism: {library: ...}``, and the libraries whose objects it builds (top-level
 #: module names; python-dp's is ``pydp``).
-LIBRARY_KEYS = ("library", "params", "adapter")
+LIBRARY_KEYS = ("library", "build", "params", "adapter")
 LIBRARIES = TARGET_ROOTS  # the adapters' one table of libraries (dpharness.adapters.LIBRARIES)
 #: Keys of ``mechanism: {callable: ...}`` besides ``callable``: the claim and options of
 #: :func:`verifiers.wrap` (``input_domain``, ``privacy_map``, ``input_metric`` are passed on only
@@ -285,6 +285,13 @@ def _parse_library(c: Ctx, raw: dict) -> dict:
         c.report("mechanism.library", f"names {target!r}, not a class or function of one of the libraries "
                  f"{', '.join(LIBRARIES)}; to audit your own code use callable:")
     out = {"library": target.strip() if isinstance(target, str) else target}
+    build = raw.get("build")
+    if build is not None:
+        if not isinstance(build, str) or not _IMPORT_PATH.match(build.strip()):
+            c.report("mechanism.build", f"must be the import path \"package.module:function\" of a factory returning "
+                     f"the library's object, got {build!r}")
+        else:
+            out["build"] = build.strip()
     for key in ("params", "adapter"):
         v = raw.get(key, {})
         if v is None:

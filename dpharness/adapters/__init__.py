@@ -106,16 +106,24 @@ def _resolve(path: str, module: Any) -> Any:
     return obj
 
 
-def from_target(target: str, params: dict | None = None, adapter: dict | None = None) -> WrappedMechanism:
+def from_target(target: str, params: dict | None = None, adapter: dict | None = None,
+                build: str | None = None) -> WrappedMechanism:
     """The mechanism of a library's class or function named by ``target`` (``"pkg.mod:Name"``, e.g.
     ``"diffprivlib.mechanisms:Laplace"``), built with ``params`` and adapted with the ``adapter``
     options, as ``library:`` in audit configs does (docs/configs.md).
 
+    ``build`` (optional): the import path of a factory ``f(**params)`` that returns the library's
+    object, for what one constructor does not make (an OpenDP chain ``make_sum >> then_laplace``,
+    a fitted preprocessing step); its result is handed to :func:`adapt` with the ``adapter``
+    options, and ``target`` only names the library's public name it covers.
+
     Raises :class:`TargetError` (a ``ValueError``) whose ``field`` is the key at fault --
-    ``library``, ``params``, ``adapter``, ``params.NAME`` or ``adapter.NAME`` -- and
+    ``library``, ``build``, ``params``, ``adapter``, ``params.NAME`` or ``adapter.NAME`` -- and
     :class:`MissingLibrary` when the library is not installed.
     """
     params, options = dict(params or {}), dict(adapter or {})
+    if build is not None:
+        return _from_factory(target, build, params, options)
     root = target.split(".", 1)[0].split(":", 1)[0]
     lib = next((lib for lib in LIBRARIES if lib.root == root), None)
     if lib is None:
@@ -126,6 +134,28 @@ def from_target(target: str, params: dict | None = None, adapter: dict | None = 
         raise TargetError("is given in both params and adapter; give it once", f"adapter.{both[0]}")
     module = require(target.split(":", 1)[0], lib.dist)  # MissingLibrary (the peers extra) before anything else
     return lib.from_target(Target(target, _resolve(target, module), params, options))
+
+
+def _from_factory(target: str, build: str, params: dict, options: dict) -> WrappedMechanism:
+    import importlib
+
+    root = target.split(".", 1)[0].split(":", 1)[0]
+    lib = next((lib for lib in LIBRARIES if lib.root == root), None)
+    if lib is None:
+        raise TargetError(f"names {target!r}, not a class or function of one of the libraries "
+                          f"{', '.join(TARGET_ROOTS)}", "library")
+    require(root, lib.dist)
+    module_name, _, attr = build.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"cannot import {module_name!r} ({exc})", "build") from None
+    factory = _resolve(build, module) if attr else None
+    if not callable(factory):
+        raise TargetError(f"{build!r} is not a function (give 'package.module:function')", "build")
+    t = Target(build, factory, params, options)
+    made = t.make(**params)
+    return t.call(f"dpharness.adapters.adapt ({lib.dist})", adapt, made, **options)
 
 
 # the one intake of user code (assert_dp, a config's callable:) hands these libraries' objects to adapt

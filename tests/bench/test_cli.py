@@ -26,7 +26,7 @@ def test_every_command_module_keeps_the_contract_and_the_help_order():
         assert callable(m.add_arguments) and callable(m.run)
     top = [m.NAME for m in mods if getattr(m, "PARENT", None) is None]
     assert top[:7] == ["list", "run", "validate", "plot", "audit", "regress", "bench"]  # as before the split
-    assert "float-audit" in top
+    assert "float-audit" in top and "sweep" in top
     assert [m.NAME for m in mods if getattr(m, "PARENT", None) == "regress"] == ["power"]
     choices = cli.build_parser()._subparsers._group_actions[0].choices
     assert list(choices) == top
