@@ -121,11 +121,11 @@ from dpharness.bench.audits.targets import TargetSpec, parse_target
 from dpharness.bench.config import ConfigError, Ctx
 
 __all__ = ["AuditSpec", "TargetSpec", "AuditSet", "MechanismRef", "parse", "KIND_KEYS", "MAX_SAMPLES", "MAX_REPEAT",
-           "errors_at_once", "CALLABLE_KEYS", "CLAIM_KEYS", "LIBRARY_KEYS", "LIBRARIES", "import_paths", "FAMILY_SPLITS"]
+           "errors_at_once", "spread_draws", "CALLABLE_KEYS", "CLAIM_KEYS", "LIBRARY_KEYS", "LIBRARIES", "import_paths", "FAMILY_SPLITS"]
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Top-level keys of an audit config besides the common ones (name, seed, description, quick).
-KIND_KEYS = ("alpha", "family_alpha", "family_split", "audits", "targets", "max_samples", "max_repeat")
+KIND_KEYS = ("alpha", "family_alpha", "family_split", "audits", "targets", "max_samples", "max_repeat", "parallel_draws")
 #: What ``family_alpha`` is split over: every audit task (audit x sample size x repeat), or every audit.
 FAMILY_SPLITS = ("tasks", "audits")
 AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
@@ -179,6 +179,12 @@ class AuditSpec:
     #: Folders put first on ``sys.path`` before a ``callable:`` mechanism is imported (the working
     #: directory at parse time, then the config file's folder); empty for the other kinds.
     import_paths: tuple[str, ...] = ()
+    #: ``jobs=`` / ``backend=`` / ``scheduler=`` of the verifier's draws (``parallel_draws: true``):
+    #: None keeps the verifier's one stream per role; a number draws in keyed chunks, the same draws
+    #: for any number (:mod:`verifiers.statistical.parallel`), spread by :func:`spread_draws`.
+    draw_jobs: int | None = None
+    draw_backend: str | None = None
+    draw_scheduler: str | None = None
 
     @property
     def search(self) -> bool:
@@ -202,6 +208,9 @@ class AuditSet:
     #: of each audit task (``family_split: tasks``) or of each audit (``audits``).
     family_alpha: float | None = None
     family_split: str | None = None
+    #: ``parallel_draws: true``: every audit draws in keyed chunks, so :func:`spread_draws` may put
+    #: the draws of one audit on several workers without changing a result.
+    parallel_draws: bool = False
     #: Set by :func:`bench.audits.build.check` once every costly check of this spec passed, so that
     #: checking the same spec again (``dpharness audit`` checks before it prints, the runner before it
     #: creates the run folder) is free. Not part of the spec's value.
@@ -428,6 +437,7 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
     split = attempt(ctx.choice, raw, "family_split", FAMILY_SPLITS, "tasks")
     if "family_split" in raw and family is None and "family_alpha" not in raw:
         attempt(ctx.error, "family_split", "says what family_alpha is split over: give family_alpha too")
+    parallel = attempt(ctx.get, raw, "parallel_draws", bool, False)
     max_samples = attempt(_cap, ctx, raw, "max_samples", 8)
     max_repeat = attempt(_cap, ctx, raw, "max_repeat", 1)
     audits_raw = raw.get("audits")
@@ -457,10 +467,29 @@ def parse(raw: dict, ctx: Ctx) -> AuditSet:
         raise errors_at_once(ctx.file, errors)
     if family is not None:
         audits, alpha = _split_family(audits, audits_raw, float(family), split)
+    if parallel:
+        from dataclasses import replace
+
+        audits = [replace(a, draw_jobs=1) for a in audits]
     return AuditSet(audits=tuple(audits), targets=tuple(t for t in targets if t is not None), alpha=float(alpha),
                     file=ctx.file, max_samples=max_samples, max_repeat=max_repeat, dropped=tuple(dropped),
                     family_alpha=None if family is None else float(family),
-                    family_split=split if family is not None else None)
+                    family_split=split if family is not None else None, parallel_draws=bool(parallel))
+
+
+def spread_draws(aset: AuditSet, jobs: int, backend: str | None = None, scheduler: str | None = None) -> AuditSet:
+    """``aset`` with each audit's draws on ``jobs`` workers of ``backend`` (a dask ``scheduler``):
+    for a config with fewer tasks than workers, the workers share the draws of one audit instead of
+    idling. Only for ``parallel_draws`` specs, whose chunked draws do not depend on ``jobs``; the
+    others are returned as they are."""
+    from dataclasses import replace
+
+    if not aset.parallel_draws:
+        return aset
+    out = replace(aset, audits=tuple(replace(a, draw_jobs=int(jobs), draw_backend=backend, draw_scheduler=scheduler)
+                                     for a in aset.audits))
+    object.__setattr__(out, "checked", aset.checked)  # the same audits: checks passed stay passed
+    return out
 
 
 def _split_family(audits: list[AuditSpec], raw: list, family: float, split: str) -> tuple[list[AuditSpec], float]:

@@ -87,6 +87,8 @@ def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gener
         kw["sequential"] = True
     if a.float_events is not None:
         kw["float_events"] = a.float_events
+    if a.draw_jobs is not None:  # keyed chunks: the same draws on any number of workers
+        kw.update(jobs=a.draw_jobs, backend=a.draw_backend, scheduler=a.draw_scheduler)
     if a.pairs == "suite":
         # the suite's own input pairs, searched by successive halving with one certification
         from dpharness.verifiers import Pair

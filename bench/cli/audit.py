@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 __all__ = ["run"]
 
@@ -52,6 +53,26 @@ def _not_an_audit(path: str, raw: dict) -> str:
                 f"run it with `dpharness run {path}`")
     return (f"{path}: not an audit config: an audit config has a top-level `audits:` list "
             f"(experiment configs run with `dpharness run {path}`)")
+
+
+def spread_small_runs(cfg: Any, jobs: int, backend: str | None = None, scheduler: str | None = None) -> tuple[Any, int]:
+    """``(config, jobs for the runner)``: with fewer audit tasks than workers and ``parallel_draws``
+    on, the tasks run one after the other and each spreads its draws over the ``jobs`` workers
+    (keyed chunks: the results are those of any other ``--jobs``), so one slow audit uses every core."""
+    import os
+    from dataclasses import replace
+
+    from dpharness.bench.audits.spec import AuditSet, spread_draws
+
+    workers = (os.cpu_count() or 1) if jobs == -1 else int(jobs)
+    spec = cfg.spec
+    aset = spec if isinstance(spec, AuditSet) else getattr(spec, "audits", None)
+    if not isinstance(aset, AuditSet) or not aset.parallel_draws or workers <= 1:
+        return cfg, jobs
+    if sum(len(a.samples) * a.repeat for a in aset.audits) >= workers:
+        return cfg, jobs
+    spread = spread_draws(aset, workers, backend, scheduler)
+    return replace(cfg, spec=spread if spec is aset else replace(spec, audits=spread)), 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"audit {cfg.name}: {len(spec.audits)} audits, {n_tasks} tasks, jobs={jobs}, seed={cfg.seed}"
           + (" (quick)" if cfg.quick else ""), file=sys.stderr)
 
-    res, code = invoke_run(cfg, jobs=jobs, out=getattr(args, "out", None), resume=getattr(args, "resume", None))
+    cfg, outer = spread_small_runs(cfg, jobs)
+    res, code = invoke_run(cfg, jobs=outer, out=getattr(args, "out", None), resume=getattr(args, "resume", None))
     if res is None:
         return code
     print(res.summary.text)

@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``dpharness sweep``."""
     from pathlib import Path
 
+    from dpharness.bench.cli.audit import spread_small_runs
     from dpharness.bench.cli.run import invoke_run
     from dpharness.bench.config import ConfigError, load_config
     from dpharness.bench.sweep import catalogue as cat
@@ -146,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     n = len(spec.audits.audits)
     print(f"sweep {probe.library} {spec.release}: {len(spec.selected())} entries, {n} audits, budget {spec.budget}, "
           f"jobs={jobs}, seed={cfg.seed}", file=sys.stderr)
-    res, code = invoke_run(cfg, jobs=jobs, backend=args.backend, scheduler=args.scheduler, out=args.out,
+    cfg, outer = spread_small_runs(cfg, jobs, args.backend, args.scheduler)
+    res, code = invoke_run(cfg, jobs=outer, backend=args.backend, scheduler=args.scheduler, out=args.out,
                            resume=args.resume)
     if res is None:
         return code

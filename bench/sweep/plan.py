@@ -140,9 +140,11 @@ def parse(raw: dict, ctx: Ctx) -> SweepSpec:
         ctx.report("only", f"selects no entry of {path.name} (ids such as {', '.join(e.id for e in c.entries[:3])})")
     audits = [_audit(e, p, budget) for e in chosen if not e.skip for p in passes]
     sub = Ctx(file=ctx.file, base_dir=ctx.base_dir, seed=ctx.seed, errors=[])
-    aset = audit_spec.parse({"family_alpha": fam, "family_split": "audits", "audits": audits}, sub) if audits else empty
-    for path_, msg in sub.errors or []:
-        m = re.match(r"audits\[(\d+)\](.*)", path_)
-        where = f"catalogue entry {audits[int(m.group(1))]['id'].rsplit('.', 1)[0]}{m.group(2)}" if m else path_
-        ctx.report("library", f"{where}: {msg}")
+    try:
+        # keyed chunks of draws: one audit may be spread over the workers without changing its result
+        aset = audit_spec.parse({"family_alpha": fam, "family_split": "audits", "parallel_draws": True,
+                                 "audits": audits}, sub) if audits else empty
+    except ConfigError as exc:
+        ctx.report("library", f"catalogue {path.name}: {exc}")
+        aset = empty
     return SweepSpec(library, c, budget, tuple(passes), aset, str(raw.get("release", "") or ""), only, ctx.file)

@@ -138,3 +138,34 @@ def test_unknown_library_is_a_usage_error(capsys):
 
     assert main(["sweep", "tensorflow_privacy"]) == 2
     assert "diffprivlib" in capsys.readouterr().err
+
+
+def test_one_audit_spreads_its_draws_over_the_workers_with_the_same_result(tmp_path, monkeypatch):
+    """``parallel_draws: true`` with fewer tasks than workers: the audit's draws go to the workers
+    (keyed chunks), and results.csv is the one of --jobs 1."""
+    from dpharness.bench.cli import main
+    from dpharness.verifiers.statistical import parallel
+
+    cfg = tmp_path / "one.yaml"
+    cfg.write_text(textwrap.dedent("""\
+        seed: 5
+        parallel_draws: true
+        audits:
+          - {id: lap, mechanism: {name: zoo/laplace, epsilon: 1.0}, pairs: [[0.0, 1.0]], samples: [20000]}
+        """), encoding="utf-8")
+    seen = []
+    real = parallel.sampling
+
+    def spy(jobs=None, backend=None, scheduler=None):
+        seen.append(jobs)
+        return real(jobs, backend, scheduler)
+
+    monkeypatch.setattr(parallel, "sampling", spy)
+    monkeypatch.chdir(tmp_path)
+    outs = []
+    for jobs in ("1", "2"):
+        assert main(["audit", str(cfg), "--jobs", jobs, "--out", f"runs{jobs}"]) == 0
+        (run_dir,) = list((tmp_path / f"runs{jobs}" / "one").iterdir())
+        outs.append(pd.read_csv(run_dir / "results.csv").drop(columns=["seconds"]))
+    pd.testing.assert_frame_equal(outs[0], outs[1])
+    assert 2 in seen  # the one task's draws were handed to two workers
