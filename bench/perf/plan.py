@@ -11,9 +11,11 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ROOT", "SECTIONS", "BenchInputError", "Plan", "full_plan", "quick_plan"]
+__all__ = ["ROOT", "SECTIONS", "DEFAULT_SECTIONS", "BenchInputError", "Plan", "full_plan", "quick_plan"]
 
-SECTIONS = ("median", "finite", "table1", "verifier")
+SECTIONS = ("median", "finite", "table1", "verifier", "draws")
+#: what runs without ``--only``: ``draws`` times minutes of a slow black box and runs when named
+DEFAULT_SECTIONS = ("median", "finite", "table1", "verifier")
 #: the checkout: ``table1_config`` is resolved against it when run from elsewhere
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -34,7 +36,7 @@ class Plan:
     """
 
     quick: bool = False
-    sections: tuple[str, ...] = SECTIONS
+    sections: tuple[str, ...] = DEFAULT_SECTIONS
     seed: int = 20240917
     repeats: int = 9  # median section; slow peers are capped by peer_budget
     min_repeats: int = 3
@@ -65,21 +67,27 @@ class Plan:
     verifier_samples: tuple[int, ...] = (10**5, 10**6)
     verifier_mechanisms: tuple[str, ...] = ("exponential", "duff_median")
     alpha: float = 0.05
+    #: the draws section: draws per dataset of one audit of a black box costing draws_call_seconds
+    #: per release, timed at each of draws_jobs workers (the floor: jobs=1)
+    draws_per_dataset: int = 200_000
+    draws_call_seconds: float = 0.002
+    draws_jobs: tuple[int, ...] = (2,)
+    draws_repeats: int = 1
 
     def __post_init__(self) -> None:
         if not self.sections or not set(self.sections) <= set(SECTIONS):
             bad = [s for s in self.sections if s not in SECTIONS]
             raise BenchInputError(f"Plan.sections: {bad or 'empty'} -- valid sections: {', '.join(SECTIONS)}")
         for name in ("repeats", "min_repeats", "median_draws", "finite_size", "finite_repeats", "peer_draws",
-                     "table1_repeats"):
+                     "table1_repeats", "draws_per_dataset", "draws_repeats"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise BenchInputError(f"Plan.{name} must be an integer >= 1, got {v!r}")
-        for name in ("median_ns", "finite_ks", "verifier_samples", "table1_jobs"):
+        for name in ("median_ns", "finite_ks", "verifier_samples", "table1_jobs", "draws_jobs"):
             v = getattr(self, name)
             if not v or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in v):
                 raise BenchInputError(f"Plan.{name} must be a non-empty tuple of integers >= 1, got {v!r}")
-        for name in ("min_timing", "budget", "peer_budget", "max_call", "epsilon"):
+        for name in ("min_timing", "budget", "peer_budget", "max_call", "epsilon", "draws_call_seconds"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0):
                 raise BenchInputError(f"Plan.{name} must be a number > 0, got {v!r}")
@@ -101,5 +109,5 @@ def quick_plan() -> Plan:
         quick=True, repeats=3, min_repeats=2, median_ns=(10**3, 10**4), median_draws=100,
         finite_ks=(10, 100), finite_size=10**4, finite_repeats=2, peer_draws=20,
         budget=0.2, peer_budget=1.0, max_call=10.0, verifier_samples=(10**3, 10**4), min_timing=0.005,
-        table1_overrides=(("datasets", 4), ("draws", 20)), table1_warm_each=False,
+        table1_overrides=(("datasets", 4), ("draws", 20)), table1_warm_each=False, draws_per_dataset=1000,
     )

@@ -32,7 +32,7 @@ ROW_FIELDS = (
     "ratio_to_floor_samples", "ratio_to_peer_samples",
 )
 #: what ``n`` counts in each section (table headers and result lines)
-N_LABEL = {"median": "n", "finite": "k", "table1": "tasks", "verifier": "samples/side"}
+N_LABEL = {"median": "n", "finite": "k", "table1": "tasks", "verifier": "samples/side", "draws": "draws/dataset"}
 
 
 def _nothing(_: str) -> None:

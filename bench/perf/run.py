@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dpharness.bench.report import progress as _progress
+from dpharness.bench.perf.draws import bench_draws
 from dpharness.bench.perf.environment import environment, load_average
 from dpharness.bench.perf.figure import plot_scaling
 from dpharness.bench.perf.finite import bench_finite
@@ -40,6 +41,7 @@ __all__ = ["default_json", "figure_path", "output_paths", "planned_steps", "run_
 
 _SECTIONS: dict[str, Callable[[Plan, Report], None]] = {
     "median": bench_medians, "finite": bench_finite, "table1": bench_table1, "verifier": bench_verifier,
+    "draws": bench_draws,
 }
 
 
@@ -109,7 +111,7 @@ def planned_steps(plan: Plan) -> dict[str, int]:
     """Progress units per section: one per n (median), k (finite), mechanism x samples
     (verifier), one for Table 1."""
     steps = {"median": len(plan.median_ns), "finite": len(plan.finite_ks), "table1": 1,
-             "verifier": len(plan.verifier_mechanisms) * len(plan.verifier_samples)}
+             "verifier": len(plan.verifier_mechanisms) * len(plan.verifier_samples), "draws": 1}
     return {s: steps[s] for s in plan.sections}
 
 

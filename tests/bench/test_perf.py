@@ -290,7 +290,7 @@ def test_cli_quick_mode(tmp_path, capsys):
     _check_doc(doc, path)
     assert doc["quick"] is True
     rows_ = doc["rows"]
-    assert {r["section"] for r in rows_} | {s["section"] for s in doc["skipped"]} == set(perf.SECTIONS)
+    assert {r["section"] for r in rows_} | {s["section"] for s in doc["skipped"]} == set(perf.plan.DEFAULT_SECTIONS)
     out = capsys.readouterr().out
     assert "== median ==" in out and "== finite ==" in out and "goal: every dpharness median" in out
     assert f"wrote {path}" in out
