@@ -130,7 +130,23 @@ KIND_KEYS = ("alpha", "family_alpha", "family_split", "audits", "targets", "max_
 FAMILY_SPLITS = ("tasks", "audits")
 AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
               "true_epsilon", "alpha", "selection", "sequential", "float_events")
+#: The generator families of the built-in relations (``generator:`` accepts every family the
+#: relation registry knows when the config is read, so a relation module added later brings its own).
 GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histograms", "units", "local")
+
+
+def generators() -> tuple[str, ...]:
+    """``auto`` and every generator family of the registered relations."""
+    from dpharness.verifiers.relations.registry import families
+
+    return ("auto", *families())
+
+
+def relations() -> tuple[str, ...]:
+    """Every neighbour relation a claim may name: the registered relation modules."""
+    from dpharness.verifiers.relations.registry import names
+
+    return names()
 #: The older keys naming a mechanism, one per kind (``name:`` is the one key for every catalogue entry).
 MECHANISM_KINDS = MECHANISM_KEYS[1:]
 #: Keys of ``mechanism: {library: ...}``, and the libraries whose objects it builds (top-level
@@ -249,7 +265,6 @@ def import_paths(base_dir: Any) -> tuple[str, ...]:
 def _parse_callable(c: Ctx, raw: dict) -> dict:
     """``{callable: "pkg.mod:attr", ...claim}``: the import path's form and the claim keys' names,
     types and ranges; what the target is (function or mechanism) is checked by build.check."""
-    from dpharness.mechanisms.base import NEIGHBOURS
     from dpharness.mechanisms.contracts import OUTPUT_KINDS
 
     target = raw["callable"]
@@ -266,7 +281,7 @@ def _parse_callable(c: Ctx, raw: dict) -> dict:
     if "sensitivity" in raw and raw["sensitivity"] is not None:
         out["sensitivity"] = float(c.number(raw, "sensitivity", lo=0.0, lo_open=True, path="mechanism"))
     if "neighbours" in raw:
-        c.choice(raw, "neighbours", NEIGHBOURS, path="mechanism")
+        c.choice(raw, "neighbours", relations(), path="mechanism")
     if "kind" in raw:
         c.choice(raw, "kind", OUTPUT_KINDS, path="mechanism")
     if "name" in raw:
@@ -386,7 +401,7 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
         repeat = min(repeat, max_repeat)
     events = c.choice(raw, "events", ("all", "thresholds"), "all")
     exact = bool(c.get(raw, "exact", bool, True))
-    generator = c.choice(raw, "generator", GENERATORS, "auto")
+    generator = c.choice(raw, "generator", generators(), "auto")
     if generator != "auto" and pairs != "search":
         c.error("generator", "is used only with pairs: search")
     te = c.number(raw, "true_epsilon", None, lo=0.0)
