@@ -66,12 +66,12 @@ def _records(a: np.ndarray, algorithm: str, dtype: str) -> list:
     bad = np.flatnonzero(~np.isfinite(f))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"python-dp {algorithm} with dtype={dtype!r} takes integer records; record {i} is {f[i]!r} "
+        raise ValueError(f"python-dp {algorithm} with dtype={dtype!r} takes integer records; record {i} is {float(f[i])!r} "
                          f"(pass dtype='float' to give it NaN records, which the bounded aggregations skip)")
     frac = np.flatnonzero(f != np.trunc(f))
     if frac.size:
         i = int(frac[0])
-        raise ValueError(f"python-dp {algorithm} with dtype={dtype!r} takes integer records; record {i} is {f[i]!r}, "
+        raise ValueError(f"python-dp {algorithm} with dtype={dtype!r} takes integer records; record {i} is {float(f[i])!r}, "
                          f"which python-dp would truncate to {int(np.trunc(f[i]))} (pass dtype='float' for real data)")
     return f.astype(np.int64).tolist()
 
@@ -279,6 +279,7 @@ def api() -> list[str]:
     return sorted(out)
 
 
-# python-dp's classes are defined in its compiled module, _algorithms
-LIBRARY = Library(dist="python-dp", root="pydp", takes="a python-dp algorithm class", adapt=pydp,
-                  from_target=_from_target, modules=("pydp", "_algorithms"), recognises=_is_python_dp_name, api=api)
+# python-dp's compiled classes report the submodules of pydp._pydp as their module (QuantileTree: "_algorithms")
+_COMPILED = ("_algorithms", "_mechanisms", "_partition_selection", "_distributions", "_util")
+LIBRARY = Library(dist="python-dp", root="pydp", takes="a python-dp class, mechanism or strategy", adapt=pydp,
+                  from_target=_from_target, modules=("pydp", *_COMPILED), recognises=_is_python_dp_name, api=api)

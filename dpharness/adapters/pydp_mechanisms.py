@@ -144,7 +144,16 @@ def pydp_numerical(mechanism: Any, *, integer: bool = False, name: str = "", flo
 
 
 def _strategy(factory: str, args: dict) -> Any:
-    return getattr(require(_PS, "python-dp"), factory)(**args)
+    """The strategy ``factory(**args)`` builds; a ``strategy_type`` given by name ("LAPLACE",
+    "GAUSSIAN", "NEAR_TRUNCATED_GEOMETRIC") becomes python-dp's enum (names pickle and fit in YAML)."""
+    mod = require(_PS, "python-dp")
+    kind = args.get("strategy_type")
+    if isinstance(kind, str):
+        members = mod.PartitionSelectionStrategyType.__members__
+        if kind.upper() not in members:
+            raise ValueError(f"strategy_type must be one of {', '.join(members)}, got {kind!r}")
+        args = {**args, "strategy_type": members[kind.upper()]}
+    return getattr(mod, factory)(**args)
 
 
 class _PartitionRelease:
@@ -205,18 +214,19 @@ def pydp_partition_selection(factory: Any, /, *, name: str = "", **params: Any) 
     """
     from dpharness.verifiers.wrap import wrap
 
-    mod = require(_PS, "python-dp")
     if isinstance(factory, str) or callable(factory) and getattr(factory, "__name__", "") in PARTITION_FACTORIES:
         factory = factory if isinstance(factory, str) else factory.__name__
         if factory not in PARTITION_FACTORIES:
             raise ValueError(f"factory must be one of {_PS}.{{{', '.join(PARTITION_FACTORIES)}}}, got {factory!r}")
         args = dict(params)
+        if hasattr(args.get("strategy_type"), "name"):  # python-dp's enum: kept by name (it need not pickle)
+            args["strategy_type"] = args["strategy_type"].name
     else:
         if params:
             raise TypeError(f"pydp_partition_selection takes arguments with a factory, not with a strategy: "
                             f"{', '.join(params)}")
         factory, args = _recipe_of_strategy(factory)
-    obj = _built(f"{factory}({_args(args)})", lambda: getattr(mod, factory)(**args))
+    obj = _built(f"{factory}({_args(args)})", lambda: _strategy(factory, args))
     if not hasattr(obj, "should_keep"):
         raise TypeError(f"{factory} did not build a partition selection strategy (got {type(obj).__name__})")
     eps, delta = float(obj.epsilon), float(obj.delta)
@@ -248,7 +258,7 @@ class _TreeRelease:
             raise ValueError(f"python-dp QuantileTree takes one number per record (a 1-D list or array), got shape {a.shape}")
         bad = np.flatnonzero(~np.isfinite(a))
         if bad.size:
-            raise ValueError(f"python-dp QuantileTree takes finite records, got record {int(bad[0])} = {a[bad[0]]!r}")
+            raise ValueError(f"python-dp QuantileTree takes finite records, got record {int(bad[0])} = {float(a[bad[0]])!r}")
         t = require("pydp.algorithms.quantile_tree", "python-dp").QuantileTree(**self.tree)
         for x in a.tolist():
             t.add_entry(x)
