@@ -127,6 +127,8 @@ def test_python_dp_refusals_at_build_time_say_what_is_wrong():
     # pydp.ml's Laplace cannot release at all in 1.1.5: refused when adapting, not mid-audit
     with pytest.raises(ValueError, match=r"cannot release.*sample"):
         A.pydp("Laplace", epsilon=1.0, sensitivity=1.0)
+    with pytest.raises(ValueError, match=r"cannot release.*need probability="):
+        A.pydp("Geometric", epsilon=1.0, sensitivity=1)
 
 
 def test_partition_selection_is_held_to_its_claim_and_a_wrong_claim_is_flagged():

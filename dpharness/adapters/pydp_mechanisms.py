@@ -378,8 +378,10 @@ def pydp_ml(mechanism: Any, *, name: str = "", float_events: bool = True, **para
     try:  # python-dp 1.1.5's ml mechanisms fail at their first release: say so when adapting, not mid-audit
         _MlRelease(obj, integer)(probe, 1, np.random.default_rng(0))
     except (TypeError, ValueError, AttributeError) as e:
+        hint = ("; pydp.ml's geometric mechanisms need probability= (set_probability)"
+                if integer and getattr(obj, "_probability", None) is None else "")
         raise ValueError(f"python-dp ml {cls_name} cannot release (randomise({probe!r}) raised {type(e).__name__}: "
-                         f"{refusal(e)})") from None
+                         f"{refusal(e)}){hint}") from None
     eps, delta = float(obj._epsilon), float(getattr(obj, "_delta", 0.0) or 0.0)
     attrs: dict = {"seeded": False}
     if bounded:
