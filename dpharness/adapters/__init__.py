@@ -13,6 +13,8 @@ and python-dp aggregations as auditable mechanisms (docs/adapters.md). One modul
 * :func:`pydp` (:mod:`~dpharness.adapters.pydp_`) -- an aggregation of Google's python-dp
   (``pydp.algorithms.laplacian``: counts, bounded sums, means, variances, quantiles) with its
   constructor arguments; epsilon, delta and the contribution bound are read from the object it builds.
+  It hands python-dp's other ε-claiming objects to :func:`pydp_numerical`, :func:`pydp_partition_selection`,
+  :func:`pydp_quantile_tree` and :func:`pydp_ml` (:mod:`~dpharness.adapters.pydp_mechanisms`).
 * :func:`adapt` -- picks one of these from where the object comes from; :func:`from_target` builds
   the mechanism of an import path ``"pkg.mod:Name"`` with its arguments (``library:`` in audit
   configs). Both go through :data:`LIBRARIES`, the one table of libraries.
@@ -50,6 +52,7 @@ from dpharness.adapters.diffprivlib_ import (MODEL_OUTPUTS, TOOL_RELATIONS, diff
 from dpharness.adapters.library import Library, Target, TargetError, did_you_mean
 from dpharness.adapters.opendp_ import OPENDP_MEASURES, OPENDP_METRICS, opendp
 from dpharness.adapters.pydp_ import PYDP_ALGORITHMS, pydp
+from dpharness.adapters.pydp_mechanisms import pydp_ml, pydp_numerical, pydp_partition_selection, pydp_quantile_tree
 from dpharness.verifiers.intake import register_recogniser
 
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
@@ -57,7 +60,8 @@ if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading 
 
 __all__ = ["INSTALL_HINT", "MissingLibrary", "require", "opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "DEFAULT_DELTA",
            "diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffprivlib_model", "TOOL_RELATIONS",
-           "MODEL_OUTPUTS", "pydp", "PYDP_ALGORITHMS", "adapt", "from_target", "TargetError", "Library", "LIBRARIES",
+           "MODEL_OUTPUTS", "pydp", "PYDP_ALGORITHMS", "pydp_numerical", "pydp_partition_selection",
+           "pydp_quantile_tree", "pydp_ml", "adapt", "from_target", "TargetError", "Library", "LIBRARIES",
            "TARGET_ROOTS"]
 
 #: The libraries, in the order :func:`adapt` tries them (the first that owns or recognises an object wins).
@@ -74,9 +78,11 @@ def _takes_list() -> str:
 def adapt(obj: Any, **kwargs: Any) -> WrappedMechanism:
     """The adapter for ``obj``, chosen from where it comes from: an OpenDP ``Measurement``
     (:func:`opendp`), a diffprivlib mechanism, tool (pass ``epsilon=``) or estimator
-    (:func:`diffprivlib`), or a class of ``pydp.algorithms.laplacian`` with its constructor
-    arguments (:func:`pydp`). ``kwargs`` go to that adapter. A factory function of an OpenDP
-    measurement cannot be told from any other function: pass it to :func:`opendp`."""
+    (:func:`diffprivlib`), or a python-dp object (:func:`pydp`: a class of
+    ``pydp.algorithms.laplacian`` or ``QuantileTree`` with its constructor arguments, a numerical
+    mechanism, a partition selection strategy or its factory, a ``pydp.ml`` mechanism).
+    ``kwargs`` go to that adapter. A factory function of an OpenDP measurement cannot be told
+    from any other function: pass it to :func:`opendp`."""
     module = getattr(obj, "__module__", "") if isinstance(obj, type) or callable(obj) else ""
     module = module or type(obj).__module__ or ""
     root = module.split(".")[0]
