@@ -169,3 +169,43 @@ def test_one_audit_spreads_its_draws_over_the_workers_with_the_same_result(tmp_p
         outs.append(pd.read_csv(run_dir / "results.csv").drop(columns=["seconds"]))
     pd.testing.assert_frame_equal(outs[0], outs[1])
     assert 2 in seen  # the one task's draws were handed to two workers
+
+
+SAFE = """\
+library: diffprivlib
+written_for: "0.6.6"
+functions:
+  - api: "diffprivlib.mechanisms:Snapping"
+    params: {epsilon: 1.0, sensitivity: 1.0, lower: -10, upper: 10}
+    relation: value
+    states: "float-safe Laplace (Mironov's snapping): the doubles it releases are a function of the rounded value"
+  - api: "diffprivlib.mechanisms:Geometric"
+    params: {epsilon: 1.0, sensitivity: 1}
+    relation: value
+    states: "two-sided geometric noise on integers: no floating point in the release"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.statistical
+def test_the_sweeps_false_flag_rate_on_float_safe_controls_is_at_most_its_family_alpha(tmp_path):
+    """200 sweeps (seeds) of two float-safe mechanisms, both passes, family_alpha 0.05: each sweep
+    flags anything with probability <= 0.05 (Bonferroni over its 4 audits, each certified at its
+    share), so the number of sweeps with a flag is stochastically below Bin(200, 0.05); we fail
+    above its 1 - 1e-6 quantile, which a sound sweep exceeds with probability < 1e-6."""
+    import numpy as np
+    from scipy.stats import binom
+
+    from dpharness.bench.experiments import sweep as kind
+    from dpharness.bench.run.tasks import Task
+
+    p = _write(tmp_path, SAFE)
+    spec = load_config(plan.raw_config(str(p), budget=1000, family_alpha=0.05)).spec
+    seeds, flagged = 200, 0
+    for seed in range(seeds):
+        rows = [kind.run_task(spec, Task(a.id, {"audit": a.id, "samples": 1000, "repeat": 0}),
+                              np.random.default_rng([20261128, seed, i]))[0]
+                for i, a in enumerate(spec.audits.audits)]
+        assert all(r.get("outcome") == "verdict" for r in rows), rows
+        flagged += any(bool(r["violated"]) or bool(r["support_violation"]) for r in rows)
+    assert flagged <= binom.ppf(1 - 1e-6, seeds, 0.05), flagged
