@@ -117,3 +117,20 @@ def test_peers_import_through_the_adapters_require(monkeypatch):
     with pytest.raises(A.MissingLibrary, match=r"nosuchpeer is needed for this adapter.*pip install") as info:
         A.require("nosuchpeer", "nosuchpeer")
     assert info.value.dist == "nosuchpeer"
+
+
+def test_a_misspelt_library_module_is_the_targets_mistake_not_a_missing_extra(tmp_path):
+    """diffprivlib is installed: `diffprivlib.mechanism:Laplace` names a module it does not have,
+    which is a mistake of `library:` (with the closest module), not the peers extra missing."""
+    pytest.importorskip("diffprivlib")
+    from dpharness import adapters
+    from dpharness.bench.cli import main
+
+    with pytest.raises(adapters.TargetError, match=r"no module 'diffprivlib.mechanism' \(did you mean "
+                                                   r"'diffprivlib.mechanisms'\?\)") as e:
+        adapters.from_target("diffprivlib.mechanism:Laplace", {"epsilon": 1, "sensitivity": 1})
+    assert e.value.field == "library" and not isinstance(e.value, adapters.MissingLibrary)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audits:\n  - {id: a, mechanism: {library: 'diffprivlib.mechanism:Laplace', params: {epsilon: 1, "
+                   "sensitivity: 1}}, pairs: [[0.0, 1.0]], samples: [1000]}\n", encoding="utf-8")
+    assert main(["validate", str(cfg)]) == 2

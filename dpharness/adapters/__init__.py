@@ -138,8 +138,41 @@ def from_target(target: str, params: dict | None = None, adapter: dict | None = 
     both = sorted(set(params) & set(options))
     if both:
         raise TargetError("is given in both params and adapter; give it once", f"adapter.{both[0]}")
-    module = require(target.split(":", 1)[0], lib.dist)  # MissingLibrary (the peers extra) before anything else
+    module = _import_target_module(target.split(":", 1)[0], lib)
     return lib.from_target(Target(target, _resolve(target, module), params, options))
+
+
+def _import_target_module(module_name: str, lib: Library) -> Any:
+    """The module of a target: :class:`MissingLibrary` (the peers extra) only when the library
+    itself does not import; a module the installed library does not have is the target's mistake
+    (:class:`TargetError` on ``library``, with the closest module it has)."""
+    import importlib
+    import pkgutil
+
+    require(lib.root, lib.dist)  # MissingLibrary before anything else
+    try:
+        return require(module_name, lib.dist)
+    except MissingLibrary as exc:
+        cause = exc.__cause__
+        missing = getattr(cause, "name", None) or ""
+        if not (isinstance(cause, ModuleNotFoundError) and missing and
+                (module_name == missing or module_name.startswith(missing + "."))):
+            raise  # the module exists but one of its own imports fails: a broken install, said as such
+        parent_name = missing.rpartition(".")[0] or lib.root
+        parent = importlib.import_module(parent_name)
+        subs = sorted(f"{parent_name}.{m.name}" for m in pkgutil.iter_modules(getattr(parent, "__path__", []))
+                      if not m.name.startswith("_"))
+        raise TargetError(f"{lib.dist} {_version(lib.dist)} has no module {missing!r}{did_you_mean(missing, subs)}; "
+                          f"its modules: {', '.join(subs[:12])}{', ...' if len(subs) > 12 else ''}", "library") from None
+
+
+def _version(dist: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def _from_factory(target: str, build: str, params: dict, options: dict) -> WrappedMechanism:
