@@ -98,6 +98,22 @@ def check_output_file(path: Any, flag: str, example: str) -> Path:
                               f"{exc.strerror or exc}") from None
 
 
+def _is_a_verdict_file(p: Path) -> bool:
+    """Whether the existing file ``p`` may be replaced: empty, or an earlier verdict (a dpharness
+    JSON document, or JUnit XML). Anything else -- the user's code, data, a config -- is never
+    overwritten by an output flag."""
+    try:
+        with p.open("rb") as f:
+            head = f.read(4096).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    except OSError:
+        return False
+    if not head:
+        return True
+    if head.startswith("{"):
+        return '"schema": "dpharness.' in head or '"schema":"dpharness.' in head
+    return head.startswith("<") and ("<testsuites" in head or "<testsuite" in head)
+
+
 def _check_output_file(p: Path, flag: str, example: str) -> Path:
     _guard_inputs(p, flag)
     if p.is_dir():
@@ -111,6 +127,9 @@ def _check_output_file(p: Path, flag: str, example: str) -> Path:
         raise OutputPathError(f"{flag}: {parent} is not a folder; give a file path such as {example}")
     if p.exists() and not os.access(p, os.W_OK):
         raise OutputPathError(f"{flag}: {p} is not writable")
+    if p.is_file() and not _is_a_verdict_file(p):
+        raise OutputPathError(f"{flag}: {p} exists and is not a verdict file written by dpharness (it would be "
+                              f"overwritten); remove it or give a new path such as {example}")
     try:
         fd, name = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".probe")
         os.close(fd)

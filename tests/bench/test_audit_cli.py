@@ -295,3 +295,23 @@ def test_quick_run_never_says_every_audit_behaved_when_capped_controls_went_unfl
     assert "every audit behaved as expected" not in proc.stdout
     assert "NOT JUDGED: 1 broken entry unflagged under the --quick caps" in proc.stdout
     assert doc["verdict"]["broken_not_judged"] == 1 and "NOT JUDGED" in doc["verdict"]["message"]
+
+
+@pytest.mark.parametrize("flag", ["--json", "--junit"])
+def test_an_output_flag_never_overwrites_the_users_own_file(tmp_path, flag, capsys):
+    """`--junit mymech.py` (or --json): the file is the user's code, not an earlier verdict: refused
+    before anything runs, and the file is unchanged; an earlier verdict file is replaced."""
+    from dpharness.bench.cli import main
+
+    code = tmp_path / "mymech.py"
+    code.write_text("def noisy_count(data, size, rng):\n    return rng.laplace(len(data), 1.0, size)\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audits:\n  - {id: a, mechanism: {name: zoo/laplace, epsilon: 1.0}, pairs: [[0.0, 1.0]], "
+                   "samples: [2000]}\n", encoding="utf-8")
+    before = code.read_bytes()
+    assert main(["audit", str(cfg), "--out", str(tmp_path / "runs"), flag, str(code)]) == 2
+    assert "is not a verdict file" in capsys.readouterr().err and code.read_bytes() == before
+    assert not (tmp_path / "runs").exists()
+    out = tmp_path / "verdict"
+    assert main(["audit", str(cfg), "--out", str(tmp_path / "runs"), flag, str(out)]) == 0
+    assert main(["audit", str(cfg), "--out", str(tmp_path / "runs"), flag, str(out)]) == 0  # its own: replaced
