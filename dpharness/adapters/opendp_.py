@@ -22,7 +22,8 @@ import numpy as np
 from dpharness.adapters.common import DEFAULT_DELTA, kind_of, quiet, require, scalar, as_array
 from dpharness.adapters.library import Library, Target, TargetError
 from dpharness.adapters.opendp_api import api
-from dpharness.adapters.opendp_releases import dict_keys, drive, is_queryable, map_types, shape_releases, to_bitvector, to_map
+from dpharness.adapters.opendp_releases import (dict_keys, drive, is_queryable, map_types, partition_key, script_of, shape_releases,
+                                               to_bitvector, to_map)
 from dpharness.adapters.opendp_specs import resolve_params
 
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
@@ -55,12 +56,14 @@ OPENDP_MEASURES: dict[str, str] = {
     "FixedSmoothedMaxDivergence": "approximate: (epsilon, delta)",
     "SmoothedMaxDivergence": "privacy profile: epsilon(delta) at the chosen delta",
     "ZeroConcentratedDivergence": "zCDP: rho, converted to epsilon at the chosen delta",
+    "Approximate(ZeroConcentratedDivergence)": "(rho, delta0): rho converted at the chosen delta, delta0 + delta",
 }
 _INT_TYPES = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
 _MEASURE_KINDS = {"MaxDivergence": "pure", "FixedSmoothedMaxDivergence": "approximate",
                   "SmoothedMaxDivergence": "profile", "ZeroConcentratedDivergence": "zcdp"}
 _OUR_MEASURES = {"pure": "max_divergence", "approximate": "approximate(max_divergence)",
-                 "profile": "smoothed_max_divergence", "zcdp": "zero_concentrated_divergence"}
+                 "profile": "smoothed_max_divergence", "zcdp": "zero_concentrated_divergence",
+                 "approx_zcdp": "approximate(zero_concentrated_divergence)"}
 
 
 def _is_measurement(obj: Any) -> bool:
@@ -128,6 +131,8 @@ def _measure_of(meas: Any) -> str:
     text = str(meas.output_measure)
     if text.startswith("Approximate(") and text[len("Approximate("):].startswith("MaxDivergence"):
         return "approximate"
+    if text.startswith("Approximate(") and text[len("Approximate("):].startswith("ZeroConcentratedDivergence"):
+        return "approx_zcdp"  # the Gaussian threshold measurements: (rho, delta)
     head = text.split("(")[0].split("<")[0].strip()
     if head not in _MEASURE_KINDS:
         raise ValueError(f"OpenDP output measure {text} is not supported; supported: {', '.join(OPENDP_MEASURES)}")
@@ -193,6 +198,7 @@ def _partitioned(meas: Any) -> bool:
 
 def _integral_distance(meas: Any, metric: str) -> bool:
     t = _attr(meas, "input_distance_type") or _attr(_attr(meas, "input_metric"), "distance_type")
+    t = None if t is None else str(t)  # a RuntimeType since 0.7
     if isinstance(t, str) and t.startswith("("):  # (l0, lp, linf) of partitions: the per-partition type
         t = t.strip("()").split(",")[-1].strip()
     if isinstance(t, str) and t:
@@ -364,6 +370,9 @@ class _OpenDPMap:
             return float(out.epsilon(self.delta)), self.delta
         from dpharness.verifiers.claims import zcdp_to_approx_dp
 
+        if self.measure == "approx_zcdp":  # (rho, delta0): rho-zCDP except with probability delta0, so the
+            rho, d0 = out                  # conversion's delta adds to delta0
+            return zcdp_to_approx_dp(float(rho), self.delta), min(1.0, float(d0) + self.delta)
         return zcdp_to_approx_dp(float(out), self.delta), self.delta
 
     def __getstate__(self) -> dict:
@@ -389,6 +398,17 @@ def _opendp_example(meas: Any) -> Any:
     if carrier == "BitVector":  # the all-zero report (weight 0 is within any max_weight)
         return [0] * 8
     return _example_atom(carrier, _bounds_of(dom) if dom is not None else None)
+
+
+def _default_keys(first: Any, carrier: str) -> list:
+    """The keys dict releases are read on: those of one release on the example, and for
+    partitioned input the keys of the first 10 partitions (the longest vectors the histogram
+    generator makes), so a partition released under one dataset only has its coordinate."""
+    found = dict_keys(first)
+    types = map_types(carrier)
+    if types is not None and (found or isinstance(first, dict)):
+        found = dict_keys([dict.fromkeys(found), dict.fromkeys(partition_key(i, types[0]) for i in range(10))])
+    return found
 
 
 def _bounds_of(dom: Any) -> tuple | None:
@@ -512,13 +532,15 @@ def opendp(measurement: Any, *, d_in: float | None = None, delta: float | None =
     if isinstance(dl, bool) or not isinstance(dl, numbers.Real) or not 0 < float(dl) < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     carrier = _carrier(meas)
+    if queries is None:  # a factory may give the script with the measurement (opendp_releases.with_script)
+        queries = script_of(meas)
     release = _OpenDPRelease(source, queries=None if queries is None else list(queries), keys=keys)
     if kind is None or keys is None:
         probe = _opendp_example(meas) if example is None else example
         try:
             first = quiet(lambda: release.raw(meas, _to_carrier(probe, carrier)))
             if keys is None:  # the key list of dict releases is fixed here, once (a fixed projection)
-                release.keys = dict_keys(first)
+                release.keys = _default_keys(first, carrier)
             kind = kind or kind_of(release(probe, 1, np.random.default_rng(0)))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"could not infer the output kind from one release on {probe!r:.60} ({exc}); pass "
@@ -529,6 +551,9 @@ def opendp(measurement: Any, *, d_in: float | None = None, delta: float | None =
     attrs = {"seeded": False, **_opendp_attributes(dom, metric), **(attributes or {})}  # OpenDP: OS randomness
     if input_domain is None and carrier == "bool":
         input_domain = [False, True]
+    if input_domain is None and carrier == "BitVector":  # reports of max_weight bits: every one is in the domain
+        found = re.search(r"weight=(\d+)", str(dom))
+        input_domain = {"bits": int(found.group(1)) if found else 8}
     if described:
         label = name or f"OpenDP measurement ({meas.input_metric} -> {meas.output_measure})"
     else:

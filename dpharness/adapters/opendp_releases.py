@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["partition_key", "map_types", "to_map", "to_bitvector", "is_queryable", "drive", "dict_keys", "shape_releases",
-           "MISSING"]
+           "with_script", "script_of", "SCRIPT_ATTRIBUTE", "MISSING"]
 
 #: What a missing key or a ``None`` release becomes: NaN, an atom of its own for every event family.
 MISSING = math.nan
@@ -58,17 +58,17 @@ def partition_key(i: int, key_type: str) -> Any:
 
 def to_map(data: Any, carrier: str) -> dict:
     """A vector of per-partition values as the ``HashMap`` of ``carrier``: coordinate ``i`` is
-    the key :func:`partition_key` ``(i)``; zeros are left out (a partition the data do not hold)."""
+    the key :func:`partition_key` ``(i)``; zeros are left out (a partition the data do not hold).
+    Integer values are floored: the floors of two values are at most ``ceil`` of their distance
+    apart, and the maps of integer metrics are read at that ``ceil`` (:class:`opendp_._OpenDPMap`)."""
     key_type, value_type = map_types(carrier) or ("String", "f64")
     a = np.asarray(data.to_numpy() if hasattr(data, "to_numpy") else data, dtype=np.float64).reshape(-1)
     out: dict = {}
     for i, v in enumerate(a.tolist()):
         if v == 0:
             continue
-        if value_type in _INT_TYPES:
-            if not float(v).is_integer():
-                raise ValueError(f"the measurement takes integer partition values ({value_type}), got {v!r}")
-            v = int(v)
+        if value_type in _INT_TYPES:  # floor: |floor(a) - floor(b)| <= ceil(|a - b|), where integer maps are read
+            v = int(math.floor(v))
         out[partition_key(i, key_type)] = v
     return out
 
@@ -84,6 +84,23 @@ def to_bitvector(data: Any) -> np.ndarray:
 def is_queryable(obj: Any) -> bool:
     """An OpenDP ``Queryable`` (what compositions, privacy filters and ALP release)."""
     return type(obj).__name__ in ("Queryable", "OdometerQueryable") and callable(obj)
+
+
+#: The attribute a measurement releasing a Queryable may carry its interaction script in.
+SCRIPT_ATTRIBUTE = "dpharness_queries"
+
+
+def with_script(measurement: Any, queries: Sequence[Any]) -> Any:
+    """``measurement`` carrying its interaction script (the ``queries`` the adapter asks of the
+    ``Queryable`` it releases), so a factory of a sweep catalogue can give them."""
+    setattr(measurement, SCRIPT_ATTRIBUTE, list(queries))
+    return measurement
+
+
+def script_of(measurement: Any) -> list | None:
+    """The interaction script ``measurement`` carries (:func:`with_script`), else None."""
+    got = getattr(measurement, SCRIPT_ATTRIBUTE, None)
+    return None if got is None else list(got)
 
 
 def drive(queryable: Any, queries: Sequence[Any]) -> list:

@@ -20,6 +20,7 @@ __all__ = ["allowed_names", "parse_spec", "resolve_params", "looks_like_spec"]
 _CALL = re.compile(r"^\s*[A-Za-z_]\w*\s*\(.*\)\s*$", re.S)
 _TYPES = {"float": float, "int": int, "str": str, "bool": bool}
 #: The parameters whose text must be a spec (the others are only read when they look like one).
+_TUPLE_PARAMS = ("d_out", "d_in", "bounds")
 _SPEC_PARAMS = ("input_domain", "input_metric", "output_measure", "output_domain", "key_domain", "value_domain")
 
 
@@ -91,6 +92,10 @@ def resolve_params(params: dict) -> dict:
             raise ValueError(f"params.{key}: {v!r} is text but not a spec of an OpenDP domain, metric or measure; "
                              "write it as a call, e.g. 'vector_domain(atom_domain(T=float, nan=False))', "
                              "'symmetric_distance()' or 'max_divergence()'")
-        if looks_like_spec(v) and (key in _SPEC_PARAMS or v.strip().split("(")[0].strip() in allowed_names()):
+        if key in _TUPLE_PARAMS and isinstance(v, list):  # YAML has no tuples; OpenDP's pairs must be tuples
+            out[key] = tuple(v)
+        elif key == "d_mids" and isinstance(v, list):
+            out[key] = [tuple(x) if isinstance(x, list) else x for x in v]
+        elif looks_like_spec(v) and (key in _SPEC_PARAMS or v.strip().split("(")[0].strip() in allowed_names()):
             out[key] = parse_spec(v, f"params.{key}")
     return out
