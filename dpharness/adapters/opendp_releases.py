@@ -166,6 +166,9 @@ def shape_releases(outs: list, keys: Sequence[Any] = ()) -> np.ndarray:
     if all(_simple(r) for r in outs):
         return np.asarray(outs)
     rows = [_flat(r, keys) for r in outs]
+    wide = max(len(r) for r in rows) if rows else 0
+    # None among wider releases (no candidate, else (score, candidate)): a row of NaN, one atom
+    rows = [[MISSING] * wide if r is None else row for r, row in zip(outs, rows)]
     widths = {len(r) for r in rows}
     if len(widths) > 1:
         raise ValueError(f"the measurement's releases have different lengths ({sorted(widths)}): give the adapter "
