@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from dpharness.adapters.common import DEFAULT_DELTA, kind_of, quiet, require, scalar, as_array
 from dpharness.adapters.library import Library, Target, TargetError
 from dpharness.adapters.opendp_api import api
+from dpharness.adapters.opendp_legacy import legacy_measure, legacy_metric, smallest_accepted
 from dpharness.adapters.opendp_releases import (dict_keys, drive, is_queryable, map_types, partition_key, script_of, shape_releases,
                                                to_bitvector, to_map)
 from dpharness.adapters.opendp_specs import resolve_params
@@ -137,47 +137,6 @@ def _measure_of(meas: Any) -> str:
     if head not in _MEASURE_KINDS:
         raise ValueError(f"OpenDP output measure {text} is not supported; supported: {', '.join(OPENDP_MEASURES)}")
     return _MEASURE_KINDS[head]
-
-
-def _legacy_metric(meas: Any) -> str:
-    """The input metric of a measurement from OpenDP < 0.7, which names only its carrier and
-    distance types. Scalars: ``AbsoluteDistance<T>`` measures in T (floats, or an integer equal to
-    the carrier), ``DiscreteDistance`` in u32 (booleans, strings, categories); vectors with integer
-    distances are datasets under ``SymmetricDistance``. Vectors with float distances (L1, L2 or
-    LInf) cannot be told apart: ``input_metric=`` must say."""
-    carrier, dist = str(meas.input_carrier_type), str(meas.input_distance_type)
-    if carrier.startswith("Vec<"):
-        if dist in _INT_TYPES:
-            return "symmetric_distance"
-        raise ValueError(f"this OpenDP measurement (before 0.7) takes {carrier} at {dist} distances, which may be "
-                         "L1, L2 or LInf: pass input_metric='l1_distance', 'l2_distance' or 'linf_distance'")
-    if carrier in ("f32", "f64") or carrier == dist:
-        return "absolute_distance"
-    if dist in _INT_TYPES:
-        return "discrete_distance"
-    raise ValueError(f"cannot tell the input metric of this OpenDP measurement (before 0.7; {carrier} at {dist} "
-                     "distances): pass input_metric=")
-
-
-def _legacy_measure(meas: Any, d_ref: Any) -> str:
-    """The output measure of a measurement from OpenDP < 0.7, from its output distance type:
-    ``(f64, f64)`` pairs are approximate DP, ``SMDCurve`` a privacy profile. A bare float is pure
-    DP or zCDP (0.5 and 0.6 give their Gaussians a rho): maps of pure DP grow linearly in the
-    input distance (or stay put), zCDP maps quadratically (rho of noise scaled to d is d^2 times
-    rho at 1), so a map that more than triples from d to 2d is read as zCDP. Privacy relations
-    (before 0.5) predate zCDP."""
-    t = str(meas.output_distance_type)
-    if t.startswith("("):
-        return "approximate"
-    if "SMDCurve" in t:
-        return "profile"
-    if not hasattr(meas, "map"):
-        return "pure"
-    try:
-        at_d, at_2d = float(quiet(lambda: meas.map(d_ref))), float(quiet(lambda: meas.map(d_ref * 2)))
-    except Exception:  # the library's map may raise anything (OpenDPException, ...) at these distances
-        return "pure"
-    return "zcdp" if at_d > 0 and at_2d > 3 * at_d else "pure"
 
 
 def _attr(obj: Any, name: str) -> Any:
@@ -305,27 +264,6 @@ class _OpenDPRelease:
         return shape_releases(quiet(lambda: [self.raw(meas, x) for _ in range(size)]), self.keys)
 
 
-def _smallest_accepted(accepts: Callable[[float], bool], what: str) -> float:
-    """The smallest epsilon (to a relative 1e-12) that a privacy relation accepts, from above: the
-    value returned is always one the relation accepted, so the claim built from it is the
-    library's own (relations are monotone in epsilon)."""
-    hi = 1.0
-    while not accepts(hi):
-        hi *= 2.0
-        if hi > 1e12:
-            raise ValueError(f"the measurement's privacy relation accepts no epsilon up to 1e12 at {what}")
-    lo = 0.0
-    while hi - lo > 1e-12 * hi:
-        mid = (lo + hi) / 2
-        if not lo < mid < hi:
-            break
-        if accepts(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 class _OpenDPMap:
     """The measurement's privacy map as (epsilon, delta): pure and approximate measures as they
     are, a privacy profile at ``delta``, zCDP's rho converted at ``delta``. A measurement with a
@@ -350,7 +288,7 @@ class _OpenDPMap:
         if self.measure not in ("pure", "approximate"):
             raise ValueError(f"a privacy relation (OpenDP before 0.5) is read for pure or approximate DP, not "
                              f"{_OUR_MEASURES[self.measure]}")
-        eps = _smallest_accepted(accepts, f"d_in={d}")
+        eps = smallest_accepted(accepts, f"d_in={d}")
         return (eps, self.delta) if self.measure == "approximate" else eps
 
     def __call__(self, d_in: Any) -> Any:
@@ -514,13 +452,13 @@ def opendp(measurement: Any, *, d_in: float | None = None, delta: float | None =
     if isinstance(d_in, bool) or not isinstance(d_in, numbers.Real) or not 0 < float(d_in) < math.inf:
         raise ValueError(f"d_in must be a finite distance > 0, got {d_in!r}")
     metric = _metric_of(meas) if described else (
-        _our_metric(input_metric) if input_metric is not None else _legacy_metric(meas))
+        _our_metric(input_metric) if input_metric is not None else legacy_metric(meas))
     if described and input_metric is not None and _our_metric(input_metric) != metric:
         raise ValueError(f"input_metric={input_metric!r} disagrees with the measurement's own {meas.input_metric}")
     integral = _integral_distance(meas, metric)
     d_ref = math.ceil(float(d_in)) if integral else float(d_in)
     measure = _measure_of(meas) if described else (
-        _our_measure(output_measure) if output_measure is not None else _legacy_measure(meas, d_ref))
+        _our_measure(output_measure) if output_measure is not None else legacy_measure(meas, d_ref))
     if described and output_measure is not None and _our_measure(output_measure) != measure:
         raise ValueError(f"output_measure={output_measure!r} disagrees with the measurement's own "
                          f"{meas.output_measure}")
