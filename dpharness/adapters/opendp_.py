@@ -14,18 +14,22 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpharness.adapters.common import DEFAULT_DELTA, kind_of, quiet, require, scalar, as_array
 from dpharness.adapters.library import Library, Target, TargetError
+from dpharness.adapters.opendp_api import api
+from dpharness.adapters.opendp_legacy import legacy_measure, legacy_metric, smallest_accepted
+from dpharness.adapters.opendp_releases import (dict_keys, drive, is_queryable, map_types, partition_key, script_of, shape_releases,
+                                               to_bitvector, to_map)
+from dpharness.adapters.opendp_specs import resolve_params
 
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
     from dpharness.verifiers.wrap import WrappedMechanism
 
-__all__ = ["opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "LIBRARY"]
+__all__ = ["opendp", "OPENDP_METRICS", "OPENDP_MEASURES", "PARTITION_METRICS", "LIBRARY"]
 
 #: OpenDP input metric (the name before its parameters) -> our input metric.
 OPENDP_METRICS: dict[str, str] = {
@@ -38,7 +42,13 @@ OPENDP_METRICS: dict[str, str] = {
     "L2Distance": "l2_distance",
     "LInfDistance": "linf_distance",
     "DiscreteDistance": "discrete_distance",
+    # per-partition contributions (threshold and ALP measurements): one partition moves, by the
+    # distance; the map is read at d_in = (1, d, d) (docs/adapters.md, "OpenDP: partitions")
+    "L01InfDistance": "l1_distance",
+    "L02InfDistance": "l2_distance",
 }
+#: OpenDP's metrics of partitioned data, whose distances are (l0, lp, linf) triples.
+PARTITION_METRICS = ("L01InfDistance", "L02InfDistance")
 #: OpenDP output measure -> how its map's value becomes (epsilon, delta).
 OPENDP_MEASURES: dict[str, str] = {
     "MaxDivergence": "pure: epsilon",
@@ -46,12 +56,14 @@ OPENDP_MEASURES: dict[str, str] = {
     "FixedSmoothedMaxDivergence": "approximate: (epsilon, delta)",
     "SmoothedMaxDivergence": "privacy profile: epsilon(delta) at the chosen delta",
     "ZeroConcentratedDivergence": "zCDP: rho, converted to epsilon at the chosen delta",
+    "Approximate(ZeroConcentratedDivergence)": "(rho, delta0): rho converted at the chosen delta, delta0 + delta",
 }
 _INT_TYPES = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
 _MEASURE_KINDS = {"MaxDivergence": "pure", "FixedSmoothedMaxDivergence": "approximate",
                   "SmoothedMaxDivergence": "profile", "ZeroConcentratedDivergence": "zcdp"}
 _OUR_MEASURES = {"pure": "max_divergence", "approximate": "approximate(max_divergence)",
-                 "profile": "smoothed_max_divergence", "zcdp": "zero_concentrated_divergence"}
+                 "profile": "smoothed_max_divergence", "zcdp": "zero_concentrated_divergence",
+                 "approx_zcdp": "approximate(zero_concentrated_divergence)"}
 
 
 def _is_measurement(obj: Any) -> bool:
@@ -119,51 +131,12 @@ def _measure_of(meas: Any) -> str:
     text = str(meas.output_measure)
     if text.startswith("Approximate(") and text[len("Approximate("):].startswith("MaxDivergence"):
         return "approximate"
+    if text.startswith("Approximate(") and text[len("Approximate("):].startswith("ZeroConcentratedDivergence"):
+        return "approx_zcdp"  # the Gaussian threshold measurements: (rho, delta)
     head = text.split("(")[0].split("<")[0].strip()
     if head not in _MEASURE_KINDS:
         raise ValueError(f"OpenDP output measure {text} is not supported; supported: {', '.join(OPENDP_MEASURES)}")
     return _MEASURE_KINDS[head]
-
-
-def _legacy_metric(meas: Any) -> str:
-    """The input metric of a measurement from OpenDP < 0.7, which names only its carrier and
-    distance types. Scalars: ``AbsoluteDistance<T>`` measures in T (floats, or an integer equal to
-    the carrier), ``DiscreteDistance`` in u32 (booleans, strings, categories); vectors with integer
-    distances are datasets under ``SymmetricDistance``. Vectors with float distances (L1, L2 or
-    LInf) cannot be told apart: ``input_metric=`` must say."""
-    carrier, dist = str(meas.input_carrier_type), str(meas.input_distance_type)
-    if carrier.startswith("Vec<"):
-        if dist in _INT_TYPES:
-            return "symmetric_distance"
-        raise ValueError(f"this OpenDP measurement (before 0.7) takes {carrier} at {dist} distances, which may be "
-                         "L1, L2 or LInf: pass input_metric='l1_distance', 'l2_distance' or 'linf_distance'")
-    if carrier in ("f32", "f64") or carrier == dist:
-        return "absolute_distance"
-    if dist in _INT_TYPES:
-        return "discrete_distance"
-    raise ValueError(f"cannot tell the input metric of this OpenDP measurement (before 0.7; {carrier} at {dist} "
-                     "distances): pass input_metric=")
-
-
-def _legacy_measure(meas: Any, d_ref: Any) -> str:
-    """The output measure of a measurement from OpenDP < 0.7, from its output distance type:
-    ``(f64, f64)`` pairs are approximate DP, ``SMDCurve`` a privacy profile. A bare float is pure
-    DP or zCDP (0.5 and 0.6 give their Gaussians a rho): maps of pure DP grow linearly in the
-    input distance (or stay put), zCDP maps quadratically (rho of noise scaled to d is d^2 times
-    rho at 1), so a map that more than triples from d to 2d is read as zCDP. Privacy relations
-    (before 0.5) predate zCDP."""
-    t = str(meas.output_distance_type)
-    if t.startswith("("):
-        return "approximate"
-    if "SMDCurve" in t:
-        return "profile"
-    if not hasattr(meas, "map"):
-        return "pure"
-    try:
-        at_d, at_2d = float(quiet(lambda: meas.map(d_ref))), float(quiet(lambda: meas.map(d_ref * 2)))
-    except Exception:  # the library's map may raise anything (OpenDPException, ...) at these distances
-        return "pure"
-    return "zcdp" if at_d > 0 and at_2d > 3 * at_d else "pure"
 
 
 def _attr(obj: Any, name: str) -> Any:
@@ -177,8 +150,16 @@ def _attr(obj: Any, name: str) -> Any:
         return None
 
 
+def _partitioned(meas: Any) -> bool:
+    """Whether the input metric is OpenDP's L01InfDistance or L02InfDistance (partitions)."""
+    return str(_attr(meas, "input_metric")).split("(")[0].strip() in PARTITION_METRICS
+
+
 def _integral_distance(meas: Any, metric: str) -> bool:
     t = _attr(meas, "input_distance_type") or _attr(_attr(meas, "input_metric"), "distance_type")
+    t = None if t is None else str(t)  # a RuntimeType since 0.7
+    if isinstance(t, str) and t.startswith("("):  # (l0, lp, linf) of partitions: the per-partition type
+        t = t.strip("()").split(",")[-1].strip()
     if isinstance(t, str) and t:
         return t in _INT_TYPES
     return metric in ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance",
@@ -242,16 +223,31 @@ def _to_carrier(data: Any, carrier: str) -> Any:
         return [_convert_atom(v, inner) for v in a.tolist()]
     if carrier in ("f64", "f32", "bool", "String") or carrier in _INT_TYPES:
         return _convert_atom(scalar(data, f"the measurement ({carrier})"), carrier)
+    if map_types(carrier) is not None:  # partitioned data: one value per partition (opendp_releases)
+        return to_map(data, carrier)
+    if carrier == "BitVector":
+        return to_bitvector(data)
     return data
 
 
 class _OpenDPRelease:
     """``size`` releases: ``measurement(data)`` called ``size`` times (OpenDP samples from the
     operating system, so ``rng`` is not used). Data outside the input domain raise ValueError
-    (OpenDP 0.7+; earlier releases do not describe their domain)."""
+    (OpenDP 0.7+; earlier releases do not describe their domain). A release that is a
+    ``Queryable`` is asked ``queries`` in order; dicts are read on the fixed ``keys``, ``None`` is
+    NaN (:func:`dpharness.adapters.opendp_releases.shape_releases`)."""
 
-    def __init__(self, source: _Measurement) -> None:
-        self.source = source
+    def __init__(self, source: _Measurement, queries: list | None = None, keys: list | None = None) -> None:
+        self.source, self.queries, self.keys = source, queries, list(keys or [])
+
+    def raw(self, meas: Any, x: Any) -> Any:
+        out = meas(x)
+        if is_queryable(out):
+            if self.queries is None:
+                raise ValueError("the measurement releases a Queryable: give the adapter queries= (the interaction "
+                                 "script: sub-measurements or query values, asked in order)")
+            return drive(out, self.queries)
+        return out
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         meas = self.source.get()
@@ -265,28 +261,7 @@ class _OpenDPRelease:
                 raise ValueError(f"data {x!r:.80} cannot be read by the input domain {dom}: {exc}") from None
             if not inside:
                 raise ValueError(f"data {x!r:.80} are not in the measurement's input domain {dom}")
-        return np.asarray(quiet(lambda: [meas(x) for _ in range(size)]))
-
-
-def _smallest_accepted(accepts: Callable[[float], bool], what: str) -> float:
-    """The smallest epsilon (to a relative 1e-12) that a privacy relation accepts, from above: the
-    value returned is always one the relation accepted, so the claim built from it is the
-    library's own (relations are monotone in epsilon)."""
-    hi = 1.0
-    while not accepts(hi):
-        hi *= 2.0
-        if hi > 1e12:
-            raise ValueError(f"the measurement's privacy relation accepts no epsilon up to 1e12 at {what}")
-    lo = 0.0
-    while hi - lo > 1e-12 * hi:
-        mid = (lo + hi) / 2
-        if not lo < mid < hi:
-            break
-        if accepts(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+        return shape_releases(quiet(lambda: [self.raw(meas, x) for _ in range(size)]), self.keys)
 
 
 class _OpenDPMap:
@@ -295,8 +270,11 @@ class _OpenDPMap:
     privacy relation instead of a map (OpenDP < 0.5) is read by bisection: the smallest epsilon
     its ``check(d_in, epsilon)`` (or ``check(d_in, (epsilon, delta))``) accepts."""
 
-    def __init__(self, source: _Measurement, measure: str, delta: float, integral: bool) -> None:
+    def __init__(self, source: _Measurement, measure: str, delta: float, integral: bool,
+                 partitioned: bool = False) -> None:
         self.source, self.measure, self.delta, self.integral = source, measure, delta, integral
+        # partitions: a pair moves one partition by d, so OpenDP's (l0, lp, linf) distance is (1, d, d)
+        self.partitioned = partitioned
         self._cache: dict = {}
 
     def _relation(self, meas: Any, d: Any) -> Any:
@@ -310,7 +288,7 @@ class _OpenDPMap:
         if self.measure not in ("pure", "approximate"):
             raise ValueError(f"a privacy relation (OpenDP before 0.5) is read for pure or approximate DP, not "
                              f"{_OUR_MEASURES[self.measure]}")
-        eps = _smallest_accepted(accepts, f"d_in={d}")
+        eps = smallest_accepted(accepts, f"d_in={d}")
         return (eps, self.delta) if self.measure == "approximate" else eps
 
     def __call__(self, d_in: Any) -> Any:
@@ -318,7 +296,8 @@ class _OpenDPMap:
         d = math.ceil(float(d_in)) if self.integral else float(d_in)
         if d not in self._cache:
             meas = self.source.get()
-            self._cache[d] = quiet(lambda: meas.map(d)) if hasattr(meas, "map") else self._relation(meas, d)
+            at = (1, d, d) if self.partitioned else d
+            self._cache[d] = quiet(lambda: meas.map(at)) if hasattr(meas, "map") else self._relation(meas, d)
         out = self._cache[d]
         if self.measure == "pure":
             return float(out)
@@ -329,6 +308,9 @@ class _OpenDPMap:
             return float(out.epsilon(self.delta)), self.delta
         from dpharness.verifiers.claims import zcdp_to_approx_dp
 
+        if self.measure == "approx_zcdp":  # (rho, delta0): rho-zCDP except with probability delta0, so the
+            rho, d0 = out                  # conversion's delta adds to delta0
+            return zcdp_to_approx_dp(float(rho), self.delta), min(1.0, float(d0) + self.delta)
         return zcdp_to_approx_dp(float(out), self.delta), self.delta
 
     def __getstate__(self) -> dict:
@@ -349,7 +331,22 @@ def _opendp_example(meas: Any) -> Any:
     if carrier.startswith("Vec<"):
         n = _attr(dom, "size") or 3
         return [_example_atom(carrier[4:-1], _bounds_of(dom) if dom is not None else None)] * int(n)
+    if map_types(carrier) is not None:  # partitions: three partitions of 1
+        return [1, 1, 1]
+    if carrier == "BitVector":  # the all-zero report (weight 0 is within any max_weight)
+        return [0] * 8
     return _example_atom(carrier, _bounds_of(dom) if dom is not None else None)
+
+
+def _default_keys(first: Any, carrier: str) -> list:
+    """The keys dict releases are read on: those of one release on the example, and for
+    partitioned input the keys of the first 10 partitions (the longest vectors the histogram
+    generator makes), so a partition released under one dataset only has its coordinate."""
+    found = dict_keys(first)
+    types = map_types(carrier)
+    if types is not None and (found or isinstance(first, dict)):
+        found = dict_keys([dict.fromkeys(found), dict.fromkeys(partition_key(i, types[0]) for i in range(10))])
+    return found
 
 
 def _bounds_of(dom: Any) -> tuple | None:
@@ -382,10 +379,10 @@ def _opendp_attributes(dom: Any, metric: str) -> dict:
     return attrs
 
 
-def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kind: str | None = None,
+def opendp(measurement: Any, *, d_in: float | None = None, delta: float | None = None, kind: str | None = None,
            example: Any = None, neighbours: str | None = None, input_domain: Any = None, name: str = "",
            attributes: dict | None = None, float_events: bool = True, input_metric: str | None = None,
-           output_measure: str | None = None) -> WrappedMechanism:
+           output_measure: str | None = None, queries: list | None = None, keys: list | None = None) -> WrappedMechanism:
     """An OpenDP ``Measurement`` as an auditable mechanism whose claim is its own privacy map.
 
     Works with OpenDP releases from 0.3 on (docs/adapters.md, "Versions tested"): since 0.7 the
@@ -402,7 +399,11 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
     d_in
         The reference input distance: ``claim.epsilon`` is the map there, and for scalar and
         vector metrics it is the step of the generated pairs (e.g. the sensitivity a value may
-        move by).
+        move by). Default 1; 2 for a dataset of known size (a ``VectorDomain`` with ``size=n``)
+        under ``SymmetricDistance``, whose neighbours replace one record (``neighbours``
+        defaults to ``replace_one`` there: adding or removing a record leaves the domain, and at
+        distance 1 the map claims nothing). For ``L01InfDistance`` / ``L02InfDistance``
+        (partitions) it is the amount one partition moves by: the map is read at ``(1, d, d)``.
     delta
         For ``smoothed_max_divergence`` (a privacy profile) and ``zero_concentrated_divergence``
         (rho, converted by :func:`dpharness.verifiers.claims.zcdp_to_approx_dp`): the delta at
@@ -427,23 +428,37 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
         ambiguous (vectors at float distances: L1, L2 or LInf) or to override it; ours or
         OpenDP's names (``"l1_distance"`` or ``"L1Distance"``). A measurement that names its own
         must agree with them.
+    queries
+        For a measurement that releases a ``Queryable`` (compositions, privacy filters, ALP): the
+        interaction script, asked in order on every release (sub-measurements or query values);
+        the release is the vector of answers.
+    keys
+        For releases that are dicts (``HashMap``\\ s, e.g. ``make_count_by >> then_laplace``): the
+        keys read, one coordinate each, NaN when a release lacks one; default: the keys of one
+        release on ``example`` (:mod:`dpharness.adapters.opendp_releases`).
     """
     from dpharness.verifiers.wrap import wrap
 
     require("opendp", "opendp")
     source = _Measurement(measurement)
     meas = source.get()
+    described = _describes_itself(meas)
+    dom = _attr(meas, "input_domain")
+    sized = described and _attr(dom, "size") is not None and str(meas.input_metric).startswith("SymmetricDistance")
+    if sized and neighbours is None:  # a dataset of known size: neighbours replace a record (distance 2)
+        neighbours = "replace_one"
+    if d_in is None:
+        d_in = 2 if sized and neighbours == "replace_one" else 1
     if isinstance(d_in, bool) or not isinstance(d_in, numbers.Real) or not 0 < float(d_in) < math.inf:
         raise ValueError(f"d_in must be a finite distance > 0, got {d_in!r}")
-    described = _describes_itself(meas)
     metric = _metric_of(meas) if described else (
-        _our_metric(input_metric) if input_metric is not None else _legacy_metric(meas))
+        _our_metric(input_metric) if input_metric is not None else legacy_metric(meas))
     if described and input_metric is not None and _our_metric(input_metric) != metric:
         raise ValueError(f"input_metric={input_metric!r} disagrees with the measurement's own {meas.input_metric}")
     integral = _integral_distance(meas, metric)
     d_ref = math.ceil(float(d_in)) if integral else float(d_in)
     measure = _measure_of(meas) if described else (
-        _our_measure(output_measure) if output_measure is not None else _legacy_measure(meas, d_ref))
+        _our_measure(output_measure) if output_measure is not None else legacy_measure(meas, d_ref))
     if described and output_measure is not None and _our_measure(output_measure) != measure:
         raise ValueError(f"output_measure={output_measure!r} disagrees with the measurement's own "
                          f"{meas.output_measure}")
@@ -454,24 +469,34 @@ def opendp(measurement: Any, *, d_in: float = 1, delta: float | None = None, kin
     dl = DEFAULT_DELTA if delta is None else delta
     if isinstance(dl, bool) or not isinstance(dl, numbers.Real) or not 0 < float(dl) < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    dom = _attr(meas, "input_domain")
     carrier = _carrier(meas)
-    release = _OpenDPRelease(source)
-    if kind is None:
+    if queries is None:  # a factory may give the script with the measurement (opendp_releases.with_script)
+        queries = script_of(meas)
+    release = _OpenDPRelease(source, queries=None if queries is None else list(queries), keys=keys)
+    if kind is None or keys is None:
         probe = _opendp_example(meas) if example is None else example
         try:
-            kind = kind_of(release(probe, 1, np.random.default_rng(0)))
+            first = quiet(lambda: release.raw(meas, _to_carrier(probe, carrier)))
+            if keys is None:  # the key list of dict releases is fixed here, once (a fixed projection)
+                release.keys = _default_keys(first, carrier)
+            kind = kind or kind_of(release(probe, 1, np.random.default_rng(0)))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"could not infer the output kind from one release on {probe!r:.60} ({exc}); pass "
                              "kind='real' or 'finite', or example= a member of the input domain") from None
+        except Exception as exc:  # the library raises its own (OpenDPException) on an example it refuses
+            raise ValueError(f"one release on the example {probe!r:.60} failed ({type(exc).__name__}: "
+                             f"{str(exc).strip()[:200]}); pass example= a member of the input domain") from None
     attrs = {"seeded": False, **_opendp_attributes(dom, metric), **(attributes or {})}  # OpenDP: OS randomness
     if input_domain is None and carrier == "bool":
         input_domain = [False, True]
+    if input_domain is None and carrier == "BitVector":  # reports of max_weight bits: every one is in the domain
+        found = re.search(r"weight=(\d+)", str(dom))
+        input_domain = {"bits": int(found.group(1)) if found else 8}
     if described:
         label = name or f"OpenDP measurement ({meas.input_metric} -> {meas.output_measure})"
     else:
         label = name or f"OpenDP measurement ({carrier}, {metric} -> {_OUR_MEASURES[measure]})"
-    privacy_map = _OpenDPMap(source, measure, float(dl), integral)
+    privacy_map = _OpenDPMap(source, measure, float(dl), integral, partitioned=described and _partitioned(meas))
     return wrap(release, privacy_map=privacy_map, input_metric=metric, neighbours=neighbours, kind=kind,
                 sensitivity=d_in, name=label, attributes=attrs, float_events=float_events,
                 input_domain=input_domain)
@@ -489,9 +514,14 @@ def _from_target(t: Target) -> WrappedMechanism:
         enable_features("contrib")
     except ImportError:
         pass
-    made = t.make(**t.params)
+    try:
+        params = resolve_params(t.params)
+    except ValueError as exc:
+        field = str(exc).split(":")[0] if str(exc).startswith("params.") else "params"
+        raise TargetError(str(exc), field) from None
+    made = t.make(**params)
     return t.adapt(opendp, made, **t.adapter)
 
 
 LIBRARY = Library(dist="opendp", root="opendp", takes="an OpenDP Measurement", adapt=opendp,
-                  from_target=_from_target, modules=("opendp",), recognises=_is_measurement)
+                  from_target=_from_target, modules=("opendp",), recognises=_is_measurement, api=api)
