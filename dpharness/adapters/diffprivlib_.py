@@ -218,6 +218,8 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
         integral = np.issubdtype(np.dtype(kwargs["dtype"]), np.integer) if kwargs.get("dtype") is not None else False
         kind = "finite" if tool_name in _INTEGER_TOOLS or integral else "real"
     attrs: dict = {"seeded": _takes(getattr(tools, tool_name), "random_state")}
+    if tool_name.startswith("nan"):  # their claim covers data with missing values, which they ignore
+        attrs["missing_values"] = True
     b = kwargs.get("bounds", kwargs.get("range"))
     if b is not None and len(b) == 2 and all(isinstance(x, numbers.Real) for x in b):
         attrs.update(lower=float(b[0]), upper=float(b[1]))
