@@ -25,7 +25,7 @@ import numpy as np
 
 from dpharness.adapters.common import as_array, quiet, require, scalar, seeds
 from dpharness.adapters.diffprivlib_models import MODEL_OUTPUTS, diffprivlib_model
-from dpharness.adapters.library import Library, Target, TargetError
+from dpharness.adapters.library import Library, Target, TargetError, did_you_mean
 
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
     from dpharness.verifiers.wrap import WrappedMechanism
@@ -188,9 +188,10 @@ TOOL_RELATIONS: dict[str, str] = {
     **{t: "replace_one" for t in ("mean", "nanmean", "var", "nanvar", "std", "nanstd", "sum", "nansum",
                                   "count_nonzero", "median", "quantile", "percentile")},
     "histogram": "add_remove",
+    "histogram2d": "add_remove",
     "histogramdd": "add_remove",
 }
-_INTEGER_TOOLS = ("count_nonzero", "histogram", "histogramdd")
+_INTEGER_TOOLS = ("count_nonzero", "histogram", "histogram2d", "histogramdd")
 
 
 def _takes(fn: Callable[..., Any], param: str) -> bool:
@@ -216,12 +217,47 @@ class _DplToolRelease:
         accountant = require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
         seeded = _takes(fn, "random_state")
         a = as_array(data)
+        if self.tool == "histogram2d":  # rows (x, y): the tool takes the two columns as two arrays
+            if a.ndim != 2 or a.shape[1] != 2:
+                raise ValueError(f"histogram2d takes records as rows (x, y), got shape {a.shape}")
+            args: tuple = (a[:, 0], a[:, 1])
+        else:
+            args = (a,)
         out = []
         for s in seeds(rng, size):
             kw = {**self.kwargs, **({"random_state": s} if seeded else {})}
-            r = quiet(lambda kw=kw: fn(a, epsilon=self.epsilon, accountant=accountant(), **kw))
+            try:
+                r = quiet(lambda kw=kw: fn(*args, epsilon=self.epsilon, accountant=accountant(), **kw))
+            except (ValueError, TypeError, IndexError):
+                raise
+            except Exception as exc:  # diffprivlib raises e.g. ZeroDivisionError on no records: not a dataset it takes
+                if a.shape[0] == 0:
+                    raise ValueError(f"diffprivlib.tools.{self.tool} rejects an empty dataset "
+                                     f"({type(exc).__name__}: {exc})") from exc
+                raise
             out.append(r[0] if isinstance(r, tuple) else r)  # histograms: (counts, edges); the edges are public
         return np.asarray(out)
+
+
+def _bad_keyword(fn: Callable[..., Any], tool_name: str, kwargs: dict) -> tuple[str, str] | None:
+    """(keyword, message) for the first keyword of ``kwargs`` that the tool ``fn`` does not name
+    (or that the adapter sets itself), else None. diffprivlib's tools take ``**unused_args`` and
+    only warn (a warning the adapter silences per call), so a misspelt ``bound=`` for ``bounds=``
+    would silently audit the tool without bounds."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a compiled or wrapped function that does not describe itself
+        return None
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    data_args = named[:2] if tool_name == "histogram2d" else named[:1]
+    takes = [n for n in named if n not in (*data_args, "epsilon", "accountant", "random_state")]
+    for k in kwargs:
+        if k not in takes:
+            why = ("is set by the adapter" if k in ("accountant", "random_state") else
+                   "is the data" if k in data_args else f"is not an argument of diffprivlib.tools.{tool_name}")
+            return k, (f"{k!r} {why}{did_you_mean(k, takes) if k not in named else ''}; the tool takes "
+                       f"{', '.join(takes)}")
+    return None
 
 
 def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None, kind: str | None = None,
@@ -243,6 +279,9 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
     if not tool_name or getattr(tools, tool_name, None) is None or (not isinstance(tool, str) and
                                                                      getattr(tools, tool_name) is not tool):
         raise ValueError(f"tool must be a function of diffprivlib.tools or its name (e.g. 'mean'), got {tool!r}")
+    bad = _bad_keyword(getattr(tools, tool_name), tool_name, kwargs)
+    if bad is not None:
+        raise ValueError(bad[1])
     rel = neighbours if neighbours is not None else TOOL_RELATIONS.get(tool_name)
     if rel is None:
         raise ValueError(f"no documented neighbour relation for diffprivlib.tools.{tool_name}: pass neighbours= "
@@ -256,6 +295,11 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
     b = kwargs.get("bounds", kwargs.get("range"))
     if b is not None and len(b) == 2 and all(isinstance(x, numbers.Real) for x in b):
         attrs.update(lower=float(b[0]), upper=float(b[1]))
+    elif tool_name in ("histogramdd", "histogram2d") and b is not None and all(
+            np.ndim(r) == 1 and len(r) == 2 for r in b):  # one (min, max) per column: row records
+        attrs.update(lower=[float(r[0]) for r in b], upper=[float(r[1]) for r in b])
+    elif tool_name == "histogram2d":
+        attrs["width"] = 2
     return wrap(_DplToolRelease(tool_name, float(epsilon), dict(kwargs)), epsilon=epsilon, neighbours=rel, kind=kind,
                 name=name or f"diffprivlib.tools.{tool_name}", attributes=attrs, float_events=float_events)
 
@@ -291,10 +335,46 @@ def _from_target(t: Target) -> WrappedMechanism:
         if "epsilon" not in params:
             raise TargetError(f"{t.path} is a diffprivlib tool: give epsilon: (and its other arguments, e.g. "
                               "bounds:) under params:", "params")
+        bad = _bad_keyword(t.obj, t.obj.__name__, {k: v for k, v in params.items() if k != "epsilon"})
+        if bad is not None:  # named here, so that the config error points at the key
+            raise TargetError(bad[1], f"params.{bad[0]}")
         return t.adapt(diffprivlib_tool, t.obj, **params, **t.adapter)
     raise TargetError(f"{t.path} is neither a class of diffprivlib (mechanism or estimator) nor a function of "
                       "diffprivlib.tools", "library")
 
 
+#: The packages whose public names make up diffprivlib's privacy-claiming API.
+API_MODULES = ("diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.models")
+
+
+def api() -> list[str]:
+    """The installed diffprivlib's privacy-claiming public API, as sorted import paths
+    ``"diffprivlib.tools:mean"``.
+
+    The rule: every public name (no leading underscore) of ``diffprivlib.mechanisms``,
+    ``diffprivlib.tools`` and ``diffprivlib.models`` -- the three packages diffprivlib documents
+    its mechanisms, tools and models in -- that is a function, or a concrete (not abstract) class,
+    whose signature (a class: its constructor's) names ``epsilon`` or ``delta``. Modules, abstract
+    bases (``DPMechanism``) and mixins without a privacy parameter are not part of it; the budget
+    accountant (``diffprivlib.accountant``) spends a budget rather than claiming one.
+    """
+    out = []
+    for mod_name in API_MODULES:
+        mod = require(mod_name, "diffprivlib")
+        for n in dir(mod):
+            obj = getattr(mod, n)
+            if n.startswith("_") or inspect.ismodule(obj) or not callable(obj):
+                continue
+            if inspect.isclass(obj) and inspect.isabstract(obj):
+                continue
+            try:
+                params = inspect.signature(obj).parameters
+            except (TypeError, ValueError):  # does not describe itself: no claim to read
+                continue
+            if "epsilon" in params or "delta" in params:
+                out.append(f"{mod_name}:{n}")
+    return sorted(out)
+
+
 LIBRARY = Library(dist="diffprivlib", root="diffprivlib", takes="a diffprivlib mechanism, tool or estimator",
-                  adapt=diffprivlib, from_target=_from_target, modules=("diffprivlib",), takes_any_name=True)
+                  adapt=diffprivlib, from_target=_from_target, modules=("diffprivlib",), takes_any_name=True, api=api)
