@@ -40,6 +40,9 @@ MODEL_OUTPUTS: dict[str, tuple[str, ...]] = {
     "RandomForestClassifier": (PREDICT_GRID,),
 }
 _UNSUPERVISED = ("KMeans", "PCA", "StandardScaler")
+#: Models whose claim covers rows with missing values: scikit-learn's StandardScaler disregards
+#: NaNs in fit, and diffprivlib's computes its statistics with tools.nanmean / tools.nanvar.
+_MISSING_OK = ("StandardScaler",)
 _OLD_NAMES = {"var_": "sigma_"}  # scikit-learn < 1.0 called GaussianNB's variances sigma_
 #: GaussianNB reads its classes from the labels present (np.unique(y)), so its per-class arrays
 #: change shape with the data: they are released aligned on the declared classes, with a
@@ -192,6 +195,8 @@ def diffprivlib_model(model: Any, *, outputs: tuple[str, ...] | None = None, sup
     d = space["width"] - (1 if sup else 0)
     grid = grid_points(np.asarray(space["lower"][:d]), np.asarray(space["upper"][:d]))
     attrs = {"seeded": "random_state" in model.get_params(), **space}
+    if cls_name in _MISSING_OK:
+        attrs["missing_values"] = True
     return wrap(_DplModelRelease(model, outs, sup, grid, space.get("classes")), epsilon=float(model.epsilon),
                 neighbours=neighbours, kind="real", name=name or f"diffprivlib {cls_name}", float_events=float_events,
                 attributes=attrs)
