@@ -14,6 +14,7 @@ object's ``seeded`` attribute says which). The same calls work from diffprivlib 
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import numbers
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpharness.adapters.common import as_array, quiet, require, scalar, seeds
-from dpharness.adapters.library import Library, Target, TargetError
+from dpharness.adapters.diffprivlib_models import MODEL_OUTPUTS, diffprivlib_model
+from dpharness.adapters.library import Library, Target, TargetError, did_you_mean
 
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
     from dpharness.verifiers.wrap import WrappedMechanism
@@ -35,7 +37,13 @@ __all__ = ["diffprivlib", "diffprivlib_mechanism", "diffprivlib_tool", "diffpriv
 # diffprivlib: mechanisms
 
 _UTILITY_MECHANISMS = ("Exponential", "PermuteAndFlip")
-_UNSUPPORTED_MECHANISMS = ("Bingham", "Vector", "ExponentialCategorical", "ExponentialHierarchical", "Uniform")
+_CATEGORY_MECHANISMS = ("ExponentialCategorical", "ExponentialHierarchical")
+#: Mechanisms with no auditable release, and why (docs/adapters.md, "diffprivlib").
+_UNSUPPORTED_MECHANISMS = {
+    "Vector": "its release is the objective function plus a noise term drawn independently of the data (objective "
+              "perturbation): the privacy is that of the minimiser over neighbouring datasets, a property of the "
+              "solver using it; audit diffprivlib.models.LogisticRegression, its one user, instead",
+}
 
 
 def _constructor_params(cls: type) -> list[str]:
@@ -73,10 +81,22 @@ class _DplMechanismRelease:
 
     def __init__(self, mechanism: Any, mode: str) -> None:
         self.recipe, self.mode = _recipe(mechanism), mode
+        # category mechanisms are rebuilt by copying (their constructor input is not kept)
+        self.mechanism = mechanism if mode == "category" else None
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         (seed,) = seeds(rng, 1)
         name = self.recipe[0].__name__
+        if self.mode == "category":  # built from a utility list / hierarchy it does not keep: reseed a copy
+            m = copy.copy(self.mechanism)
+            m._rng = np.random.RandomState(seed)
+            v = scalar(data, name)
+            return np.asarray(quiet(lambda: [m.randomise(v) for _ in range(size)]), dtype=object)
+        if self.mode == "bingham":  # a scalar t is the matrix diag(t, 0): |t - t'| is the spectral-norm distance
+            m = _reseeded(self.recipe, seed)
+            t = float(scalar(data, name))
+            mat = np.array([[t, 0.0], [0.0, 0.0]])
+            return np.asarray(quiet(lambda: [m.randomise(mat) for _ in range(size)]), dtype=np.float64)
         if self.mode == "utility":
             u = np.asarray(data, dtype=np.float64)
             if u.ndim != 1:
@@ -107,7 +127,13 @@ def diffprivlib_mechanism(mechanism: Any, *, name: str = "", float_events: bool 
     * ``Exponential``, ``PermuteAndFlip``: the utility vector (the object's own utility is
       replaced by the data), ``score_linf`` neighbours (``score_monotone`` when ``monotonic``);
     * ``Binary`` (randomised response on two labels): the label, ``local`` neighbours over
-      ``{value0, value1}``.
+      ``{value0, value1}``; ``ExponentialCategorical`` and ``ExponentialHierarchical`` (an input
+      category randomised to a nearby one): the category, ``local`` neighbours over its values;
+    * ``Bingham`` (a unit eigenvector of a symmetric matrix, calibrated to matrices within
+      ``sensitivity`` of each other in spectral norm): a number t standing for the matrix
+      diag(t, 0), ``value`` neighbours (|t - t'| is the matrices' spectral distance); the
+      release is the 2-vector. Only this one-parameter family of 2x2 matrices is audited.
+    * ``Vector`` is refused (:data:`_UNSUPPORTED_MECHANISMS` says why).
     """
     from dpharness.verifiers.wrap import wrap
 
@@ -117,12 +143,19 @@ def diffprivlib_mechanism(mechanism: Any, *, name: str = "", float_events: bool 
         raise TypeError(f"diffprivlib_mechanism takes a diffprivlib mechanism object (e.g. "
                         f"diffprivlib.mechanisms.Laplace(epsilon=1, sensitivity=1)), got {cls_name}")
     if cls_name in _UNSUPPORTED_MECHANISMS:
-        raise TypeError(f"diffprivlib {cls_name} is not supported (its input is not a value, a utility vector or a "
-                        "label); supported: value mechanisms (Laplace, Gaussian, Geometric, Staircase, Snapping and "
-                        "variants), Exponential, PermuteAndFlip, Binary")
+        raise TypeError(f"diffprivlib {cls_name} is not supported: {_UNSUPPORTED_MECHANISMS[cls_name]}")
     eps, dl = float(mechanism.epsilon), float(getattr(mechanism, "delta", 0.0) or 0.0)
     label = name or f"diffprivlib {cls_name}"
     seeded = {"seeded": _recipe(mechanism)[2]}  # random_state exists from diffprivlib 0.6 on
+    if cls_name in _CATEGORY_MECHANISMS:
+        values = list(getattr(mechanism, "_domain_values"))
+        return wrap(_DplMechanismRelease(mechanism, "category"), epsilon=eps, delta=dl, neighbours="local",
+                    input_domain=values, kind="finite", name=label, attributes={"seeded": True},
+                    float_events=float_events)
+    if cls_name == "Bingham":
+        return wrap(_DplMechanismRelease(mechanism, "bingham"), epsilon=eps, delta=dl, neighbours="value",
+                    sensitivity=float(mechanism.sensitivity), kind="real", name=label, attributes=seeded,
+                    float_events=float_events)
     if cls_name == "Binary":
         return wrap(_DplMechanismRelease(mechanism, "label"), epsilon=eps, delta=dl, neighbours="local",
                     input_domain=[mechanism.value0, mechanism.value1], kind="finite", name=label,
@@ -155,9 +188,10 @@ TOOL_RELATIONS: dict[str, str] = {
     **{t: "replace_one" for t in ("mean", "nanmean", "var", "nanvar", "std", "nanstd", "sum", "nansum",
                                   "count_nonzero", "median", "quantile", "percentile")},
     "histogram": "add_remove",
+    "histogram2d": "add_remove",
     "histogramdd": "add_remove",
 }
-_INTEGER_TOOLS = ("count_nonzero", "histogram", "histogramdd")
+_INTEGER_TOOLS = ("count_nonzero", "histogram", "histogram2d", "histogramdd")
 
 
 def _takes(fn: Callable[..., Any], param: str) -> bool:
@@ -183,12 +217,47 @@ class _DplToolRelease:
         accountant = require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
         seeded = _takes(fn, "random_state")
         a = as_array(data)
+        if self.tool == "histogram2d":  # rows (x, y): the tool takes the two columns as two arrays
+            if a.ndim != 2 or a.shape[1] != 2:
+                raise ValueError(f"histogram2d takes records as rows (x, y), got shape {a.shape}")
+            args: tuple = (a[:, 0], a[:, 1])
+        else:
+            args = (a,)
         out = []
         for s in seeds(rng, size):
             kw = {**self.kwargs, **({"random_state": s} if seeded else {})}
-            r = quiet(lambda kw=kw: fn(a, epsilon=self.epsilon, accountant=accountant(), **kw))
+            try:
+                r = quiet(lambda kw=kw: fn(*args, epsilon=self.epsilon, accountant=accountant(), **kw))
+            except (ValueError, TypeError, IndexError):
+                raise
+            except Exception as exc:  # diffprivlib raises e.g. ZeroDivisionError on no records: not a dataset it takes
+                if a.shape[0] == 0:
+                    raise ValueError(f"diffprivlib.tools.{self.tool} rejects an empty dataset "
+                                     f"({type(exc).__name__}: {exc})") from exc
+                raise
             out.append(r[0] if isinstance(r, tuple) else r)  # histograms: (counts, edges); the edges are public
         return np.asarray(out)
+
+
+def _bad_keyword(fn: Callable[..., Any], tool_name: str, kwargs: dict) -> tuple[str, str] | None:
+    """(keyword, message) for the first keyword of ``kwargs`` that the tool ``fn`` does not name
+    (or that the adapter sets itself), else None. diffprivlib's tools take ``**unused_args`` and
+    only warn (a warning the adapter silences per call), so a misspelt ``bound=`` for ``bounds=``
+    would silently audit the tool without bounds."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a compiled or wrapped function that does not describe itself
+        return None
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    data_args = named[:2] if tool_name == "histogram2d" else named[:1]
+    takes = [n for n in named if n not in (*data_args, "epsilon", "accountant", "random_state")]
+    for k in kwargs:
+        if k not in takes:
+            why = ("is set by the adapter" if k in ("accountant", "random_state") else
+                   "is the data" if k in data_args else f"is not an argument of diffprivlib.tools.{tool_name}")
+            return k, (f"{k!r} {why}{did_you_mean(k, takes) if k not in named else ''}; the tool takes "
+                       f"{', '.join(takes)}")
+    return None
 
 
 def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None, kind: str | None = None,
@@ -210,6 +279,9 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
     if not tool_name or getattr(tools, tool_name, None) is None or (not isinstance(tool, str) and
                                                                      getattr(tools, tool_name) is not tool):
         raise ValueError(f"tool must be a function of diffprivlib.tools or its name (e.g. 'mean'), got {tool!r}")
+    bad = _bad_keyword(getattr(tools, tool_name), tool_name, kwargs)
+    if bad is not None:
+        raise ValueError(bad[1])
     rel = neighbours if neighbours is not None else TOOL_RELATIONS.get(tool_name)
     if rel is None:
         raise ValueError(f"no documented neighbour relation for diffprivlib.tools.{tool_name}: pass neighbours= "
@@ -218,90 +290,18 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
         integral = np.issubdtype(np.dtype(kwargs["dtype"]), np.integer) if kwargs.get("dtype") is not None else False
         kind = "finite" if tool_name in _INTEGER_TOOLS or integral else "real"
     attrs: dict = {"seeded": _takes(getattr(tools, tool_name), "random_state")}
+    if tool_name.startswith("nan"):  # their claim covers data with missing values, which they ignore
+        attrs["missing_values"] = True
     b = kwargs.get("bounds", kwargs.get("range"))
     if b is not None and len(b) == 2 and all(isinstance(x, numbers.Real) for x in b):
         attrs.update(lower=float(b[0]), upper=float(b[1]))
+    elif tool_name in ("histogramdd", "histogram2d") and b is not None and all(
+            np.ndim(r) == 1 and len(r) == 2 for r in b):  # one (min, max) per column: row records
+        attrs.update(lower=[float(r[0]) for r in b], upper=[float(r[1]) for r in b])
+    elif tool_name == "histogram2d":
+        attrs["width"] = 2
     return wrap(_DplToolRelease(tool_name, float(epsilon), dict(kwargs)), epsilon=epsilon, neighbours=rel, kind=kind,
                 name=name or f"diffprivlib.tools.{tool_name}", attributes=attrs, float_events=float_events)
-
-
-# --------------------------------------------------------------------------------------------
-# diffprivlib: models
-
-#: The fitted attributes released by each model (their concatenation, flattened, is the output).
-MODEL_OUTPUTS: dict[str, tuple[str, ...]] = {
-    "GaussianNB": ("theta_", "var_", "class_count_"),
-    "LinearRegression": ("coef_", "intercept_"),
-    "LogisticRegression": ("coef_", "intercept_"),
-    "KMeans": ("cluster_centers_",),
-    "PCA": ("components_", "explained_variance_", "mean_"),
-    "StandardScaler": ("mean_", "var_"),
-}
-_UNSUPERVISED = ("KMeans", "PCA", "StandardScaler")
-_OLD_NAMES = {"var_": "sigma_"}  # scikit-learn < 1.0 called GaussianNB's variances sigma_
-
-
-class _DplModelRelease:
-    """``size`` fits of a diffprivlib model on ``data`` (records as rows; the last column is the
-    label of a supervised model): each a clone of the model with a seed drawn from ``rng`` and a
-    fresh ``BudgetAccountant``; the release is the fitted ``outputs``, flattened into one row."""
-
-    def __init__(self, model: Any, outputs: tuple[str, ...], supervised: bool) -> None:
-        self.model, self.outputs, self.supervised = model, outputs, supervised
-
-    def _fit_once(self, X: np.ndarray, y: np.ndarray | None, seed: int) -> np.ndarray:
-        from sklearn.base import clone
-
-        accountant = require("diffprivlib.accountant", "diffprivlib").BudgetAccountant
-        m = clone(self.model)
-        params = m.get_params()
-        m.set_params(**{k: v for k, v in (("random_state", seed), ("accountant", accountant())) if k in params})
-        quiet(lambda: m.fit(X, y) if y is not None else m.fit(X))
-        parts = []
-        for a in self.outputs:
-            v = getattr(m, a, None)
-            if v is None and a in _OLD_NAMES:
-                v = getattr(m, _OLD_NAMES[a], None)
-            if v is None:
-                raise ValueError(f"{type(m).__name__} has no fitted attribute {a!r}")
-            parts.append(np.ravel(np.asarray(v, dtype=np.float64)))
-        return np.concatenate(parts)
-
-    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        a = np.asarray(as_array(data), dtype=np.float64)
-        if a.ndim != 2 or a.shape[0] == 0 or (self.supervised and a.shape[1] < 2):
-            need = "features then the label" if self.supervised else "features"
-            raise ValueError(f"{type(self.model).__name__} takes records as rows of a 2-D array or DataFrame "
-                             f"({need}), got shape {a.shape}")
-        X, y = (a[:, :-1], a[:, -1]) if self.supervised else (a, None)
-        return np.stack([self._fit_once(X, y, s) for s in seeds(rng, size)])
-
-
-def diffprivlib_model(model: Any, *, outputs: tuple[str, ...] | None = None, supervised: bool | None = None,
-                      neighbours: str = "replace_one", name: str = "", float_events: bool = True) -> WrappedMechanism:
-    """An unfitted estimator of ``diffprivlib.models`` as an auditable mechanism: the data are
-    records as rows (features, then the label for a supervised model), the release is the fitted
-    parameter vector (:data:`MODEL_OUTPUTS`, or ``outputs``), the claim ``model.epsilon``-DP.
-
-    diffprivlib does not state the neighbour relation of its models; their calibration divides
-    by the public dataset size or truncates at it (e.g. GaussianNB's class counts), i.e. bounded
-    DP: ``replace_one`` by default.
-    """
-    from dpharness.verifiers.wrap import wrap
-
-    require("diffprivlib", "diffprivlib")
-    cls_name = type(model).__name__
-    if not (hasattr(model, "fit") and hasattr(model, "get_params") and hasattr(model, "epsilon")):
-        raise TypeError(f"diffprivlib_model takes an estimator of diffprivlib.models (e.g. GaussianNB(epsilon=1, "
-                        f"bounds=...)), got {cls_name}")
-    outs = tuple(outputs) if outputs is not None else MODEL_OUTPUTS.get(cls_name)
-    if not outs:
-        raise ValueError(f"no default outputs for {cls_name}: pass outputs=(fitted attribute names, ...); "
-                         f"defaults exist for {', '.join(MODEL_OUTPUTS)}")
-    sup = (cls_name not in _UNSUPERVISED) if supervised is None else bool(supervised)
-    return wrap(_DplModelRelease(model, outs, sup), epsilon=float(model.epsilon), neighbours=neighbours,
-                kind="real", name=name or f"diffprivlib {cls_name}", float_events=float_events,
-                attributes={"seeded": "random_state" in model.get_params()})
 
 
 def diffprivlib(obj: Any, **kwargs: Any) -> WrappedMechanism:
@@ -316,12 +316,16 @@ def diffprivlib(obj: Any, **kwargs: Any) -> WrappedMechanism:
     return diffprivlib_mechanism(obj, **kwargs)
 
 
+#: The parameters diffprivlib checks to be tuples (a YAML list becomes one).
+_TUPLE_PARAMS = ("bounds", "bounds_X", "bounds_y", "range")
+
 
 def _from_target(t: Target) -> WrappedMechanism:
     """``library: "diffprivlib.<module>:Name"``: a mechanism or estimator class built with
     ``params`` and adapted, or a tool adapted with ``params`` as its arguments."""
-    # YAML has no tuples, and diffprivlib wants its bounds/ranges as (min, max) tuples
-    params = {k: tuple(v) if isinstance(v, list) else v for k, v in t.params.items()}
+    # YAML has no tuples, and diffprivlib wants its bounds/ranges as (min, max) tuples (but its
+    # utility lists and hierarchies as lists)
+    params = {k: tuple(v) if isinstance(v, list) and k in _TUPLE_PARAMS else v for k, v in t.params.items()}
     if isinstance(t.obj, type):  # diffprivlib mechanism or estimator
         made = t.make(**params)
         if hasattr(made, "fit") and hasattr(made, "get_params"):
@@ -331,10 +335,46 @@ def _from_target(t: Target) -> WrappedMechanism:
         if "epsilon" not in params:
             raise TargetError(f"{t.path} is a diffprivlib tool: give epsilon: (and its other arguments, e.g. "
                               "bounds:) under params:", "params")
+        bad = _bad_keyword(t.obj, t.obj.__name__, {k: v for k, v in params.items() if k != "epsilon"})
+        if bad is not None:  # named here, so that the config error points at the key
+            raise TargetError(bad[1], f"params.{bad[0]}")
         return t.adapt(diffprivlib_tool, t.obj, **params, **t.adapter)
     raise TargetError(f"{t.path} is neither a class of diffprivlib (mechanism or estimator) nor a function of "
                       "diffprivlib.tools", "library")
 
 
+#: The packages whose public names make up diffprivlib's privacy-claiming API.
+API_MODULES = ("diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.models")
+
+
+def api() -> list[str]:
+    """The installed diffprivlib's privacy-claiming public API, as sorted import paths
+    ``"diffprivlib.tools:mean"``.
+
+    The rule: every public name (no leading underscore) of ``diffprivlib.mechanisms``,
+    ``diffprivlib.tools`` and ``diffprivlib.models`` -- the three packages diffprivlib documents
+    its mechanisms, tools and models in -- that is a function, or a concrete (not abstract) class,
+    whose signature (a class: its constructor's) names ``epsilon`` or ``delta``. Modules, abstract
+    bases (``DPMechanism``) and mixins without a privacy parameter are not part of it; the budget
+    accountant (``diffprivlib.accountant``) spends a budget rather than claiming one.
+    """
+    out = []
+    for mod_name in API_MODULES:
+        mod = require(mod_name, "diffprivlib")
+        for n in dir(mod):
+            obj = getattr(mod, n)
+            if n.startswith("_") or inspect.ismodule(obj) or not callable(obj):
+                continue
+            if inspect.isclass(obj) and inspect.isabstract(obj):
+                continue
+            try:
+                params = inspect.signature(obj).parameters
+            except (TypeError, ValueError):  # does not describe itself: no claim to read
+                continue
+            if "epsilon" in params or "delta" in params:
+                out.append(f"{mod_name}:{n}")
+    return sorted(out)
+
+
 LIBRARY = Library(dist="diffprivlib", root="diffprivlib", takes="a diffprivlib mechanism, tool or estimator",
-                  adapt=diffprivlib, from_target=_from_target, modules=("diffprivlib",), takes_any_name=True)
+                  adapt=diffprivlib, from_target=_from_target, modules=("diffprivlib",), takes_any_name=True, api=api)

@@ -11,7 +11,7 @@ import numpy as np
 from dpharness.verifiers.input_domains import Interval
 from dpharness.verifiers.relations.records import is_frame
 
-__all__ = ["accepts", "example_data", "unit", "domain_of", "lengths", "bounds"]
+__all__ = ["accepts", "example_data", "unit", "domain_of", "lengths", "bounds", "admits_missing"]
 
 
 def accepts(mechanism: Any, data: Any, failures: list | None = None, label: str = "") -> bool:
@@ -85,3 +85,19 @@ def bounds(mechanism: Any) -> tuple[float, float]:
             lo_, hi_ = float(np.min(a)), float(np.max(a))
             return (lo_, hi_) if hi_ > lo_ else (lo_ - 1.0, lo_ + 1.0)
     return 0.0, 1.0
+
+
+def admits_missing(mechanism: Any) -> bool:
+    """Whether records may be missing (float NaN): the mechanism declares ``missing_values=True``
+    (e.g. diffprivlib's ``nan*`` tools, whose claim covers data with NaNs they ignore), or its
+    declared input domain holds NaN. Undeclared, a NaN is not a record of the domain: a mean that
+    turns NaN on a NaN record is not a privacy leak of the mechanism its author described."""
+    if getattr(mechanism, "missing_values", False):
+        return True
+    dom = domain_of(mechanism)
+    if dom is None:
+        return False
+    try:
+        return bool(dom.contains(float("nan")))
+    except (TypeError, ValueError):  # a domain of rows or of other types: no scalar NaN record
+        return False

@@ -11,7 +11,7 @@ import numpy as np
 from dpharness.verifiers.input_domains import FiniteValues
 from dpharness.verifiers.relations.base import Relation
 from dpharness.verifiers.relations.pairs import Pair, data_key
-from dpharness.verifiers.relations.probe import bounds, domain_of, example_data
+from dpharness.verifiers.relations.probe import admits_missing, bounds, domain_of, example_data
 from dpharness.verifiers.relations.records import is_frame
 from dpharness.verifiers.relations.row_pairs import row_pairs, row_space
 
@@ -30,9 +30,12 @@ def _record_bases(a: float, b: float) -> list[tuple[np.ndarray, str]]:
     return out
 
 
-def scalar_record_pairs(a: float, b: float, adds: bool, example: np.ndarray | None) -> list[Pair]:
+def scalar_record_pairs(a: float, b: float, adds: bool, example: np.ndarray | None, missing: bool = False) -> list[Pair]:
     """Scalar records in [a, b]: a record added at a bound, the centre or beyond, or the median or
-    largest removed (``adds``); else the median, smallest or largest moved to a bound or beyond."""
+    largest removed (``adds``); else the median, smallest or largest moved to a bound or beyond.
+    Then (:func:`edge_record_pairs`) the edges shipped code breaks on: records below the lower
+    bound, larger datasets, ties at the upper bound, float rounding boundaries and, when
+    ``missing`` records are admitted, NaN records."""
     m, w = 0.5 * (a + b), b - a
     bases = _record_bases(a, b)
     if example is not None:
@@ -59,6 +62,83 @@ def scalar_record_pairs(a: float, b: float, adds: bool, example: np.ndarray | No
                 y = x.copy()
                 y[i] = v
                 out.append(Pair(x, np.sort(y), f"{lab}; replace {vl}"))
+    # after the patterns above, so that their positions (and the searches built on them) stay
+    return out + edge_record_pairs(a, b, adds, missing)
+
+
+def _rounding_point(a: float, b: float) -> tuple[float, float] | None:
+    """(p, q): the power of two of largest magnitude in [a, b] and the float next to it towards
+    the centre (q in [a, b]), or None when [a, b] holds no nonzero power of two. Sums and means
+    of values at a binade's edge round differently from values one ulp inside it."""
+    m = 0.5 * (a + b)
+    best = None
+    for end in (a, b):
+        if end == 0 or not np.isfinite(end):
+            continue
+        p = float(np.copysign(2.0 ** np.floor(np.log2(abs(end))), end))
+        if a <= p <= b and (best is None or abs(p) > abs(best)):
+            best = p
+    if best is None:
+        return None
+    q = float(np.nextafter(best, m))
+    return (best, q) if a <= q <= b and q != best else None
+
+
+def edge_record_pairs(a: float, b: float, adds: bool, missing: bool) -> list[Pair]:
+    """Scalar-record pairs at the edges where shipped code breaks (appended after the classic
+    patterns): a record below the lower bound (clipping on one side only), sized datasets (n=10,
+    calibrations that divide by n), ties at the upper bound, a record one ulp from a power of
+    two (float rounding), and, when ``missing`` (NaN records are in the domain): NaN records
+    added, a NaN replacing a value and a value replacing a NaN, and mostly-NaN datasets -- a
+    sensitivity divided by a size that counts the NaNs is too small for the values that remain."""
+    m, w = 0.5 * (a + b), b - a
+    nan = float("nan")
+    out: list[Pair] = []
+
+    def arr(*v: float) -> np.ndarray:
+        return np.array(v, dtype=np.float64)
+
+    split3, spread10 = arr(a, a, b), np.linspace(a, b, 10)
+    rnd = _rounding_point(a, b)
+    if adds:
+        out += [Pair(np.zeros(0), arr(a - w), "n=0 empty dataset; add a record below the lower bound"),
+                Pair(split3, np.sort(np.append(split3, a - w)), "n=3 split between the bounds; add a record below "
+                     "the lower bound"),
+                Pair(spread10, np.sort(np.append(spread10, b)), "n=10 evenly spread; add a record at the upper bound"),
+                Pair(np.full(4, b), np.full(5, b), "n=4 tied at the upper bound; add one more tie")]
+        if rnd is not None:
+            p, q = rnd
+            out.append(Pair(np.full(3, p), np.sort(arr(p, p, p, q)), f"n=3 at the power of two {p:g}; add a record "
+                            "one ulp inside it"))
+        if missing:
+            mostly = arr(a, nan, nan, nan)
+            out += [Pair(np.zeros(0), arr(nan), "n=0 empty dataset; add a missing record"),
+                    Pair(split3, np.append(split3, nan), "n=3 split between the bounds; add a missing record"),
+                    Pair(mostly, np.append(mostly, b), "n=4 mostly missing (one at the lower bound); add a record at "
+                         "the upper bound"),
+                    Pair(arr(nan, nan, nan), arr(nan, nan, nan, b), "n=3 all missing; add a record at the upper bound"),
+                    Pair(arr(nan, nan, nan), arr(nan, nan, nan, a), "n=3 all missing; add a record at the lower bound"),
+                    Pair(arr(nan, nan, nan), arr(nan, nan, nan, nan), "n=3 all missing; add a missing record")]
+        return out
+    out += [Pair(split3, arr(a - w, a, b), "n=3 split between the bounds; replace median -> below the lower bound"),
+            Pair(arr(m), arr(a - w), "n=1 at the centre; replace it -> below the lower bound"),
+            Pair(spread10, np.sort(np.append(spread10[1:], b)), "n=10 evenly spread; replace smallest -> upper bound"),
+            Pair(np.full(10, a), np.append(np.full(9, a), b), "n=10 all at the lower bound; replace one -> upper bound"),
+            Pair(np.full(4, b), arr(a, b, b, b), "n=4 tied at the upper bound; replace one -> lower bound")]
+    if rnd is not None:
+        p, q = rnd
+        out.append(Pair(np.full(3, p), np.sort(arr(p, p, q)), f"n=3 at the power of two {p:g}; replace one -> one ulp "
+                        "inside it"))
+    if missing:
+        out += [Pair(arr(a, nan, nan, nan), arr(b, nan, nan, nan), "n=4 mostly missing; replace the one value lower "
+                     "-> upper bound"),
+                Pair(arr(a, b, nan, nan, nan, nan), arr(a, a, nan, nan, nan, nan), "n=6 two values, four missing; "
+                     "replace the upper -> lower bound"),
+                Pair(arr(nan, nan, nan), arr(b, nan, nan), "n=3 all missing; replace one -> upper bound"),
+                Pair(arr(nan, nan, nan), arr(a, nan, nan), "n=3 all missing; replace one -> lower bound"),
+                Pair(arr(a, m, b), arr(a, b, nan), "n=3 evenly spread; replace the centre -> missing"),
+                Pair(arr(nan), arr(b), "n=1 missing; replace it -> upper bound"),
+                Pair(arr(a, nan), arr(b, nan), "n=2 one missing; replace lower -> upper bound")]
     return out
 
 
@@ -96,7 +176,7 @@ def record_pairs(mechanism: Any, adds: bool) -> list[Pair]:
         e = np.asarray(ex)
         if e.ndim == 1 and e.size and np.issubdtype(e.dtype, np.number) and e.size <= 10_000:
             example = np.sort(e.astype(np.float64))
-    return scalar_record_pairs(a, b, adds, example)
+    return scalar_record_pairs(a, b, adds, example, admits_missing(mechanism))
 
 
 def records_family(mechanism: Any, relation: Relation) -> list[Pair]:

@@ -12,13 +12,16 @@ import numpy as np
 
 from dpharness.verifiers.input_domains import BitVectors, FiniteValues, Interval
 from dpharness.verifiers.relations.pairs import Pair, data_key
-from dpharness.verifiers.relations.probe import domain_of, example_data
+from dpharness.verifiers.relations.probe import admits_missing, domain_of, example_data
 from dpharness.verifiers.relations.records import is_frame
 
-__all__ = ["MAX_ROW_PAIRS", "RowSpace", "row_space", "row_pairs"]
+__all__ = ["MAX_ROW_PAIRS", "CLASSIC_ROW_PAIRS", "RowSpace", "row_space", "row_pairs"]
 
-#: Most pairs the records generator builds for row records (2-D arrays / DataFrames).
-MAX_ROW_PAIRS = 40
+#: Most pairs of the classic row patterns (bounds, centre, duplicates, example rows).
+CLASSIC_ROW_PAIRS = 40
+#: Most pairs the records generator builds for row records (2-D arrays / DataFrames): the classic
+#: patterns, then at most 12 edge patterns (below the bounds, ties, sized, missing rows).
+MAX_ROW_PAIRS = CLASSIC_ROW_PAIRS + 12
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +38,12 @@ class RowSpace:
     example: np.ndarray | None = None
     columns: list | None = None
     dtypes: Any = None
+    #: a row below the lower bounds (numeric rows; a label column keeps its first class), or None
+    below: np.ndarray | None = None
+    #: NaN rows are records of the domain (the label column of a supervised model keeps a class)
+    missing: bool = False
+    #: the last column is a label taking these values (a supervised model's classes), or None
+    classes: tuple | None = None
 
 
 def _column_points(col: np.ndarray | None, lo: Any, hi: Any) -> tuple[Any, Any, Any, Any]:
@@ -105,6 +114,8 @@ def row_space(mechanism: Any) -> RowSpace | None:
                          rows if ok else None, cols if ok else None, dtypes if ok else None)
     lo_a, hi_a = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
     width = rows.shape[1] if rows is not None else (len(cols) if cols is not None else None)
+    if width is None and getattr(mechanism, "width", None) is not None:  # declared number of columns
+        width = int(mechanism.width)
     for b in (lo_a, hi_a):
         if b is not None and np.ndim(b) == 1:
             if width is not None and len(b) != width:
@@ -122,10 +133,23 @@ def row_space(mechanism: Any) -> RowSpace | None:
     numeric = all(isinstance(p[0], float) for p in pts)
     dt = np.float64 if numeric else object
     lo, hi, mid = (np.array([p[i] for p in pts], dtype=dt) for i in range(3))
+    classes = getattr(mechanism, "classes", None)
+    classes = tuple(classes) if classes is not None and not isinstance(classes, str) and len(classes) else None
+    if classes is not None:  # a supervised model's label column: its values are the classes, none beyond
+        c = classes
+        pts[-1] = (float(c[0]), float(c[-1]), float(c[(len(c) - 1) // 2]), float(c[-1])) if numeric else \
+            (c[0], c[-1], c[(len(c) - 1) // 2], None)
+        lo, hi, mid = (np.array([p[i] for p in pts], dtype=dt) for i in range(3))
     beyond = None
     if dom is None and any(p[3] is not None for p in pts):  # nothing lies beyond a category: keep its last
         beyond = np.array([p[1] if p[3] is None else p[3] for p in pts], dtype=dt)
-    return RowSpace(lo, hi, mid, beyond, "beyond the upper bounds", rows, cols, dtypes)
+    below = None
+    if dom is None and numeric:  # as far below the lower bounds as "beyond" is above the upper ones
+        below = np.array([p[0] - (p[1] - p[0]) for p in pts], dtype=dt)
+        if classes is not None:
+            below[-1] = lo[-1]
+    return RowSpace(lo, hi, mid, beyond, "beyond the upper bounds", rows, cols, dtypes, below,
+                    admits_missing(mechanism) and numeric, classes)
 
 
 def row_pairs(space: RowSpace, adds: bool) -> list[Pair]:
@@ -174,10 +198,54 @@ def row_pairs(space: RowSpace, adds: bool) -> list[Pair]:
                 y = x.copy()
                 y[i] = r
                 out.append(Pair(x, y, f"{lab}; replace {rl}"))
-    out = [p for p in out if data_key(p.d1) != data_key(p.d2)][:MAX_ROW_PAIRS]
+    out = [p for p in out if data_key(p.d1) != data_key(p.d2)][:CLASSIC_ROW_PAIRS]
+    # after the classic patterns, so that their positions (and the searches built on them) stay
+    out += [p for p in _edge_row_pairs(space, adds, stack) if data_key(p.d1) != data_key(p.d2)][:MAX_ROW_PAIRS - len(out)]
     if space.columns is None:
         return out
     return [Pair(_frame(p.d1, space), _frame(p.d2, space), p.label) for p in out]
+
+
+def _edge_row_pairs(space: RowSpace, adds: bool, stack: Any) -> list[Pair]:
+    """The edge patterns of row records (after the classic ones): one-row datasets, ties at the
+    upper bounds, a sized dataset (n=10: calibrations dividing by n), a row below the lower
+    bounds (clipping on one side only) and, when NaN rows are records of the domain, a missing
+    row added or replacing one, and a mostly-missing dataset."""
+    lo, hi, mid, below = space.lo, space.hi, space.mid, space.below
+    ten = stack([lo, hi] * 5)
+    out: list[Pair] = []
+    if adds:
+        out += [Pair(stack([hi] * 3), stack([hi] * 4), "three rows tied at the upper bounds; add one more tie"),
+                Pair(ten, stack([lo, hi] * 5 + [hi]), "ten rows alternating between the bounds; add a row at the upper "
+                     "bounds")]
+        if below is not None:
+            out += [Pair(stack([]), stack([below]), "no records; add a row below the lower bounds"),
+                    Pair(stack([lo, hi]), stack([lo, hi, below]), "rows at the lower and upper bounds; add a row below "
+                         "the lower bounds")]
+    else:
+        out += [Pair(stack([lo]), stack([hi]), "one row at the lower bounds; replace it -> upper bounds"),
+                Pair(stack([hi] * 3), stack([lo, hi, hi]), "three rows tied at the upper bounds; replace one -> lower "
+                     "bounds"),
+                Pair(ten, stack([hi, hi] + [lo, hi] * 4), "ten rows alternating between the bounds; replace the first "
+                     "-> upper bounds")]
+        if below is not None:
+            out += [Pair(stack([mid]), stack([below]), "one row at the centre; replace it -> below the lower bounds"),
+                    Pair(stack([lo, hi]), stack([below, hi]), "rows at the lower and upper bounds; replace the first -> "
+                         "below the lower bounds")]
+    if space.missing:
+        gap = np.full(lo.shape[0], np.nan)
+        if space.classes is not None:
+            gap[-1] = hi[-1]  # the label is known, its features missing
+        if adds:
+            out += [Pair(stack([lo, hi]), stack([lo, hi, gap]), "rows at the lower and upper bounds; add a missing row"),
+                    Pair(stack([lo, gap, gap]), stack([lo, gap, gap, hi]), "one row at the lower bounds, two missing; add "
+                         "a row at the upper bounds")]
+        else:
+            out += [Pair(stack([lo, hi]), stack([lo, gap]), "rows at the lower and upper bounds; replace the last -> "
+                         "missing"),
+                    Pair(stack([lo, gap, gap, gap]), stack([hi, gap, gap, gap]), "one row at the lower bounds, three "
+                         "missing; replace it -> upper bounds")]
+    return out
 
 
 def _frame(a: np.ndarray, space: RowSpace) -> Any:
