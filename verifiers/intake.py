@@ -115,6 +115,9 @@ def resolve_target(target: str, paths: Sequence[str] = ()) -> Any:
             raise IntakeError(f"cannot import {module_name!r}: no module named {missing!r} (searched {where}, "
                               "then the installed packages)") from None
         raise IntakeError(f"importing {module_name!r} failed: {exc}") from None
+    except SystemExit as exc:  # a script's command-line handling run at import: not an exit of dpharness
+        raise IntakeError(f"importing {module_name!r} called sys.exit({exc.code!r}): it runs as a script when "
+                          "imported (put that code under `if __name__ == \"__main__\":`)") from None
     except Exception as exc:  # the user's module may raise anything while importing (syntax error, ...)
         raise IntakeError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
     done = module_name

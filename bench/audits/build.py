@@ -68,6 +68,8 @@ def build_callable(spec: dict, paths: Sequence[str] = ()) -> Any:
         return intake(spec["callable"], strict=True, paths=paths, **claim)
     except IntakeError as exc:
         raise CallableError(str(exc), key=exc.key) from None
+    except SystemExit as exc:  # a factory that exits would end dpharness with the user's status
+        raise CallableError(f"{spec['callable']} called sys.exit({exc.code!r}) when built") from None
 
 
 def build_library(spec: dict) -> Any:
@@ -137,6 +139,8 @@ def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
         mech.sample(data, size=1, rng=0)
     except caught as exc:
         return f"{type(exc).__name__}: {exc}" if user_code else str(exc)
+    except SystemExit as exc:  # user code that exits must not end validate/audit with its status
+        return f"it called sys.exit({exc.code!r})"
     return None
 
 

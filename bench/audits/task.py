@@ -68,6 +68,15 @@ def _published(name: str) -> dict[str, Any]:
 
 
 def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Generator) -> dict[str, Any]:
+    """:func:`_run_audit_task`, with ``sys.exit()`` in the audited code turned into a failed task (it
+    would otherwise end the run -- or a worker -- with the user's exit status, often 0)."""
+    try:
+        return _run_audit_task(a, samples, repeat, rng)
+    except SystemExit as exc:
+        raise RuntimeError(f"the audited code called sys.exit({exc.code!r})") from None
+
+
+def _run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Generator) -> dict[str, Any]:
     """Audit ``a`` at ``samples`` (per dataset, or the total budget of a search), seeded from ``rng``.
 
     Given pairs are audited each at the audit's ``alpha`` split over the pairs (Bonferroni,

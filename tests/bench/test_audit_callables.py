@@ -454,3 +454,22 @@ def test_rows_and_nan_in_pairs_are_records(monkeypatch, tmp_path, clean_imports)
     with pytest.raises(ConfigError, match=r"pairs\[0\]\[0\]\[1\]: has 3 values but"):
         (proj / "bad.yaml").write_text(text.replace("[2, 3]]", "[2, 3, 4]]"))
         load_config(proj / "bad.yaml")
+
+
+@pytest.mark.parametrize("where", ["import", "call"])
+def test_sys_exit_in_user_code_is_an_error_not_a_green_step(tmp_path, monkeypatch, capsys, where):
+    """A module that exits when imported (a script's argv handling) or a function that calls
+    sys.exit(0): validate and audit exit 2 naming it, never 0 with nothing audited."""
+    from dpharness.bench.cli import main
+
+    body = ("import sys\nsys.exit(0)\n" if where == "import" else "import sys\n") + (
+        "def noisy(data, size, rng):\n    sys.exit(0)\n")
+    (tmp_path / "exiting.py").write_text(body, encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'exiting:noisy', epsilon: 1.0, neighbours: value}, "
+                   "pairs: [[0.0, 1.0]], samples: [1000]}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for cmd in (["validate", str(cfg)], ["audit", str(cfg), "--out", "runs"]):
+        assert main(cmd) == 2, cmd
+        assert "sys.exit(0)" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
