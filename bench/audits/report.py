@@ -149,6 +149,14 @@ def judge(aset: AuditSet, results: pd.DataFrame, table: pd.DataFrame) -> list[st
             ex = ok[(ok["audit"] == a.id) & ok["exact_violated"].notna()]
             if not ex.empty and bool(_flag(ex["exact_violated"]).any()):
                 problems.append(f"{a.id}: exact mode says the claim is violated on the witness pair")
+    if "pairs_crashed" in ok.columns:
+        # a search that lost most of its pairs to the mechanism's own exceptions did not audit what
+        # it was asked to: "behaved as expected" would hide it
+        for _, r in ok[ok["pairs_crashed"].notna()].iterrows():
+            crashed, tried = int(r["pairs_crashed"]), int(r.get("pairs_generated", 0) or 0)
+            if tried and crashed * 2 > tried:
+                problems.append(f"{r['audit']} (samples {r['samples']}): the mechanism raised on {crashed} of the "
+                                f"{tried} generated pairs, which were not audited (first: {r['pairs_crashed_first']})")
     ex = exact_table(results)
     for _, e in ex.iterrows():
         if _truthy(e.get("exact_violated", False)) and e["expect"] in ("correct", "calibration"):

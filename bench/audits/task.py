@@ -121,6 +121,12 @@ def _run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gene
                 best = (vi, lab)
         v, label = best  # type: ignore[misc]
     row.update(v.row())
+    crashed = list(v.extra.get("skipped_pairs", []))
+    if crashed:  # generated pairs the mechanism raised on (when probed or sampled): the search covered fewer
+        probed = sum(s.get("phase") != "selection" for s in crashed)  # never counted in pairs_tried
+        row["pairs_crashed"] = len(crashed)
+        row["pairs_generated"] = int(v.pairs_tried) + probed
+        row["pairs_crashed_first"] = f"{crashed[0]['pair']}: {crashed[0]['error']}"[:300]
     row["pair"] = label
     row["alpha"] = a.alpha
     row["summary"] = v.summary

@@ -99,7 +99,10 @@ def table(spec: SweepSpec, results: pd.DataFrame) -> pd.DataFrame:
             row["status"] = "not run"
         else:
             row["status"] = "no verdict"
-        row["reason"] = "; ".join(reasons)
+        crashed = [f"{p}: raised on {int(_num(r.get('pairs_crashed')))} of {int(_num(r.get('pairs_generated')))} pairs "
+                   f"({_text(r.get('pairs_crashed_first'))[:120]})" for p, r in passes.items()
+                   if r is not None and not math.isnan(_num(r.get("pairs_crashed")))]
+        row["reason"] = "; ".join(reasons + crashed)
         row["calls"] = int(sum(_num(r.get("calls")) for r in got if not math.isnan(_num(r.get("calls"))))) if got else 0
         row["seconds"] = float(sum(_num(r.get("seconds")) for r in got if not math.isnan(_num(r.get("seconds")))))
         if row.get("relation_used") and row["relation_used"] != e.relation:

@@ -473,3 +473,23 @@ def test_sys_exit_in_user_code_is_an_error_not_a_green_step(tmp_path, monkeypatc
         assert main(cmd) == 2, cmd
         assert "sys.exit(0)" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_search_that_loses_most_pairs_to_the_mechanisms_exceptions_fails(tmp_path, monkeypatch, capsys):
+    """User code that raises KeyError on every generated dataset but one: the search skips those
+    pairs (they are not the user's), and the run says so and exits 1 instead of "as expected"."""
+    from dpharness.bench.cli import main
+
+    (tmp_path / "picky.py").write_text(
+        "import numpy as np\n"
+        "def noisy_count(data, size, rng):\n"
+        "    if len(data) not in (1, 2):\n"
+        "        raise KeyError('row')\n"
+        "    return len(data) + rng.laplace(0.0, 1.0, size)\n", encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'picky:noisy_count', epsilon: 1.0, sensitivity: 1.0}, "
+                   "pairs: search, samples: [20000]}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["audit", str(cfg), "--out", "runs"]) == 1
+    out = capsys.readouterr().out
+    assert "the mechanism raised on" in out and "KeyError" in out

@@ -138,7 +138,8 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
             except Exception as exc:  # any failure of a generated pair is reported, not fatal
                 if not generated:
                     raise
-                skipped.append({"pair": pairs[j].label, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                skipped.append({"pair": pairs[j].label, "error": f"{type(exc).__name__}: {exc}"[:300],
+                                "phase": "selection"})
                 alive.remove(j)
                 continue
             choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
