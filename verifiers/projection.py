@@ -88,7 +88,7 @@ class Projection:
 
 def _feature_names(p: Projection) -> list[str]:
     if p.kind == "real":
-        return ([f"y[{j}]" for j in range(p.width)] + [f"y[{j}] is NaN" for j in p.nan_coords]
+        return ([f"y[{j}]" for j in range(p.width)] + [f"y[{j}] is NaN or infinite" for j in p.nan_coords]
                 + ["min", "max", "answered"] + [f"y[{j}]=={v:g}" for j, v in p.onehot])
     return [f"y[{j}]=={v:g}" for j, v in p.onehot] + [f"y[{j}]" for j in p.numeric]
 
@@ -97,7 +97,9 @@ def _features(y: np.ndarray, kind: str, nan_coords: tuple[int, ...], onehot: tup
               numeric: tuple[int, ...]) -> np.ndarray:
     if kind == "real":
         yf = y.astype(np.float64)
-        nan = np.isnan(yf)
+        # an infinite coordinate is an atom like NaN (its indicator column), not a value: left in,
+        # it would make every learned score NaN (inf * 0)
+        nan = ~np.isfinite(yf)
         filled = np.where(nan, 0.0, yf)
         answered = (~nan).sum(axis=1)
         with np.errstate(invalid="ignore"):
@@ -128,13 +130,13 @@ def _layout(y: np.ndarray, kind: str) -> tuple[tuple[int, ...], tuple[tuple[int,
     onehot: list[tuple[int, float]] = []
     if kind == "real":
         yr = y.astype(np.float64)
-        nan_coords = tuple(int(j) for j in np.flatnonzero(np.isnan(yr).any(axis=0)))
+        nan_coords = tuple(int(j) for j in np.flatnonzero((~np.isfinite(yr)).any(axis=0)))
         # A real coordinate that takes only a few values is a label in disguise (SVT4's 1/0/-1
         # inside SVT34Parallel's real rows): a linear weight on its value cannot tell the middle
         # value from the ends, so each value also gets an indicator, as for label rows.
         for j in range(y.shape[1]):
             col = yr[:, j]
-            vals = _few_values(col[~np.isnan(col)])
+            vals = _few_values(col[np.isfinite(col)])
             if vals is not None and vals.size >= 2:
                 onehot.extend((j, float(v)) for v in vals)
         return nan_coords, tuple(onehot), ()
