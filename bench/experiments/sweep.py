@@ -85,8 +85,9 @@ def summarize(spec: SweepSpec, results: pd.DataFrame) -> Summary:
     t = _report.table(spec, results)
     probs = _report.problems(t)
     c = _report.counts(t)
-    text = [f"sweep of {spec.catalogue.library} {spec.release}: {c['names']} public names, {c['verdict']} with a "
-            "verdict; " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k not in ("verdict", "names"))]
+    text = [f"sweep of {spec.catalogue.library} {spec.release}: {c['names']} public names, {c['verdict']} of them with "
+            f"a verdict; {c['entries']} entries: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())
+                                                             if k not in ("verdict", "names", "entries"))]
     text += [f"  {p}" for p in probs]
     t.attrs.update(problems=probs, wall_seconds=wall)
     return Summary(t, "\n".join(text), not probs)

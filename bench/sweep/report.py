@@ -119,18 +119,24 @@ def table(spec: SweepSpec, results: pd.DataFrame) -> pd.DataFrame:
 def problems(t: pd.DataFrame) -> list[str]:
     """What makes the sweep's exit status 1: a flagged function, a task that failed, a relation
     the catalogue states differently from the adapter."""
-    out = [f"{r.function}: FLAGGED ({r.witness_pass} pass, ε ≥ {r[r.witness_pass + '_bound']:.3g} against a claim of "
-           f"{r.epsilon:g})" for _, r in t.iterrows() if str(r.status).startswith("flagged")]
-    out += [f"{r.function}: a task failed ({r.reason})" for _, r in t.iterrows()
+    def who(r: Any) -> str:
+        return f"{r.function} [{r.id}]" if r.id and str(r.id) != str(r.function).replace(":", ".") else str(r.function)
+
+    out = [f"{who(r)}: FLAGGED ({r.witness_pass} pass, ε ≥ {r[r.witness_pass + '_bound']:.3g} against a claim of "
+           f"{r.epsilon:g}{'' if not r.delta else f', δ {r.delta:.3g}'})" for _, r in t.iterrows()
+           if str(r.status).startswith("flagged")]
+    out += [f"{who(r)}: a task failed ({r.reason})" for _, r in t.iterrows()
             if "error" in (str(r.get("real")), str(r.get("floats")))]
-    out += [f"{r.function}: {r.reason}" for _, r in t.iterrows() if "but the adapter audits" in str(r.reason)]
+    out += [f"{who(r)}: {r.reason}" for _, r in t.iterrows() if "but the adapter audits" in str(r.reason)]
     return out
 
 
 def counts(t: pd.DataFrame) -> dict[str, int]:
     """Rows by status, and how many public names got a verdict (flagged or not)."""
     c = {str(k): int(v) for k, v in t["status"].value_counts().items()}
-    c["verdict"] = int(t["status"].isin(["flagged", "flagged (floats only)", "not flagged"]).sum())
+    judged = t["status"].isin(["flagged", "flagged (floats only)", "not flagged"])
+    c["verdict"] = int(t.loc[judged, "function"].nunique())  # public names with a verdict (from any entry)
+    c["entries"] = int((t["status"] != "not in catalogue").sum())
     c["names"] = int(t["function"].nunique())
     return c
 
@@ -147,8 +153,8 @@ def markdown(spec: SweepSpec, t: pd.DataFrame, *, note: str = "", figures: list[
     c = counts(t)
     lines = [f"# Sweep of {spec.catalogue.library} {spec.release}".rstrip(), "",
              f"Catalogue `{Path(spec.catalogue.path).name}` (written for {spec.catalogue.written_for or '?'}); "
-             f"{c['names']} public names, {c['verdict']} with a verdict; "
-             + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()) if k not in ("verdict", "names"))
+             f"{c['names']} public names, {c['verdict']} of them with a verdict; {c['entries']} entries: "
+             + ", ".join(f"{k}: {v}" for k, v in sorted(c.items()) if k not in ("verdict", "names", "entries"))
              + f". Budget {spec.budget} calls per search unless the entry says otherwise; passes: "
              + ", ".join(spec.passes) + f"; family-wise α {spec.audits.family_alpha or spec.audits.alpha:g} over "
              f"{len(spec.audits.audits)} audits" + (f"; wall {wall:.0f} s" if wall else "") + ".", ""]
