@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", nargs="+", metavar="SECTION", default=None,
                         help="run only these sections: median, finite, table1, verifier")
     parser.add_argument("--max-n", metavar="N", default=None,
-                        help="largest median n, a positive integer such as 1e6 (the full tier goes to 1e7)")
+                        help="largest median n (and draws per dataset of the draws section), a positive integer such as 1e6 "
+                             "(the full tier goes to 1e7)")
     parser.add_argument("--repeats", metavar="R", default=None,
                         help="repetitions of the median section, a positive integer (default 9; --quick 3)")
     parser.add_argument("--baseline", metavar="OLD.json", default=None,
@@ -113,7 +114,8 @@ def plan_from_args(args: argparse.Namespace) -> Any:
         if not kept:
             raise BenchInputError(f"--max-n {max_n} is below the smallest median n of this tier "
                                   f"({min(plan.median_ns):g}); give --max-n >= {min(plan.median_ns)}")
-        plan = replace(plan, median_ns=kept)
+        # the draws section's one size is capped too (its full size is minutes of a slow black box)
+        plan = replace(plan, median_ns=kept, draws_per_dataset=min(plan.draws_per_dataset, cap))
     repeats = getattr(args, "repeats", None)
     if repeats is not None:
         r = parse_count(repeats, "--repeats")
