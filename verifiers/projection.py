@@ -111,7 +111,9 @@ def _features(y: np.ndarray, kind: str, nan_coords: tuple[int, ...], onehot: tup
         return np.concatenate(cols, axis=1)
     yf = y.astype(np.float64)
     cols = [(yf[:, j] == v).astype(np.float64)[:, None] for j, v in onehot]
-    cols += [yf[:, j][:, None] for j in numeric]
+    # a missing coordinate of a finite row (NaN: a key absent from a dict release) counts as 0 here;
+    # its value is seen by the one-hot columns of the coordinates that take few values
+    cols += [np.where(np.isfinite(yf[:, j]), yf[:, j], 0.0)[:, None] for j in numeric]
     return np.concatenate(cols, axis=1) if cols else np.zeros((y.shape[0], 0))
 
 
