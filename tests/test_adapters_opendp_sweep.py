@@ -164,3 +164,21 @@ def test_every_audited_entry_builds_and_releases(entry) -> None:
         pair = verifiers.pairs_for(mech)[0]
         y = np.asarray(mech.sample(pair.d1, 2, RNG))
     assert y.shape[0] == 2 and math.isfinite(mech.claim.epsilon)
+
+
+def test_a_transformation_is_not_taken_for_a_measurement():
+    """`make_sum(...)` without `>> then_laplace` (OpenDP's commonest slip) has a stability map,
+    not a privacy claim: refused, saying what to chain, directly or from a factory."""
+    import opendp.prelude as dp
+
+    from dpharness import adapters
+
+    dp.enable_features("contrib")
+    t = dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0))), dp.symmetric_distance())
+    with pytest.raises(TypeError, match="Transformation.*then_laplace"):
+        adapters.opendp(t)
+    with pytest.raises(TypeError, match="Transformation"):
+        adapters.adapt(t)
+    with pytest.raises(TypeError, match="Transformation"):
+        adapters.opendp(lambda: t).sample([0.5], 1, 0)
+    assert adapters.opendp(t >> dp.m.then_laplace(1.0)).claim.epsilon == pytest.approx(1.0)

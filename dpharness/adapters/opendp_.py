@@ -76,6 +76,21 @@ def _is_measurement(obj: Any) -> bool:
         hasattr(obj, a) for a in ("input_carrier_type", "input_distance_type", "output_distance_type"))
 
 
+def _is_transformation(obj: Any) -> bool:
+    """An OpenDP ``Transformation``: a stability map between metrics, no noise and no privacy claim
+    (its map is a distance, not an epsilon)."""
+    return hasattr(obj, "output_metric") and hasattr(obj, "input_metric") and not hasattr(obj, "output_measure") \
+        or (hasattr(obj, "output_distance_type") and hasattr(obj, "input_carrier_type")
+            and type(obj).__name__ == "Transformation")
+
+
+def _not_a_transformation(obj: Any, what: str) -> None:
+    if _is_transformation(obj):
+        raise TypeError(f"{what} is an OpenDP Transformation (a stability map: it adds no noise and claims no "
+                        "privacy); chain a measurement to release it privately, e.g. "
+                        "`make_sum(...) >> dp.m.then_laplace(scale)`")
+
+
 def _describes_itself(meas: Any) -> bool:
     """Whether the measurement carries its input domain, metric and measure (OpenDP 0.7+)."""
     return _attr(meas, "input_metric") is not None and _attr(meas, "output_measure") is not None
@@ -171,6 +186,7 @@ class _Measurement:
     library and does not pickle, a module-level factory does (configs run audits in workers)."""
 
     def __init__(self, source: Any) -> None:
+        _not_a_transformation(source, "opendp() was given an object that")
         if _is_measurement(source):
             self.factory, self._meas = None, source
         elif callable(source):
@@ -182,6 +198,7 @@ class _Measurement:
     def get(self) -> Any:
         if self._meas is None:
             meas = self.factory()
+            _not_a_transformation(meas, f"what {self.factory!r} builds")
             if not _is_measurement(meas):
                 raise TypeError(f"the factory {self.factory!r} must return an OpenDP Measurement, got "
                                 f"{type(meas).__name__}")
