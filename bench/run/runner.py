@@ -118,7 +118,24 @@ __all__ = ["RunError", "RunResult", "run"]
 #: With loky workers not running yet, this much work (seconds) first runs in this process to
 #: measure the task time (see :func:`_compute`). 0 sends every chunk to the workers at once (no
 #: probe, no decision); the environment variable ``DPHARNESS_PROBE_SECONDS`` sets it for a command.
-PROBE_SECONDS = float(os.environ.get("DPHARNESS_PROBE_SECONDS", "0.2"))
+def _probe_seconds(default: float = 0.2) -> float:
+    """``DPHARNESS_PROBE_SECONDS`` as a number of seconds >= 0; a value that is not one is said once
+    on stderr and the default used (an environment typo must not make every command a traceback)."""
+    raw = os.environ.get("DPHARNESS_PROBE_SECONDS")
+    if raw is None:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1.0
+    if not (v >= 0 and v != float("inf")):
+        print(f"warning: DPHARNESS_PROBE_SECONDS must be a number of seconds >= 0, got {raw!r}; using {default}",
+              file=sys.stderr)
+        return default
+    return v
+
+
+PROBE_SECONDS = _probe_seconds()
 #: What starting one worker process costs (CPU seconds: an interpreter that imports the scientific
 #: stack and the experiment kind; about 0.6-0.9 s measured on a 2-core machine).
 STARTUP_SECONDS = 1.0

@@ -103,3 +103,24 @@ def test_update_baseline_refuses_another_experiment_kind(tmp_path):
     proc = run_cli("regress", str(other), str(base), "--update-baseline")
     assert_clean_error(proc, code=2, names=("cannot update the baseline", "same experiment kind"))
     assert {p.name: p.read_bytes() for p in base.iterdir() if p.is_file()} == before
+
+
+def test_a_mistyped_probe_seconds_variable_is_a_warning_not_a_traceback():
+    """DPHARNESS_PROBE_SECONDS=fast: every command would die at import; it is said once and the
+    default used."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DPHARNESS_PROBE_SECONDS": "fast"}
+    out = subprocess.run([sys.executable, "-c", "import dpharness.bench.run.runner as r; print(r.PROBE_SECONDS)"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "0.2"
+    assert "DPHARNESS_PROBE_SECONDS must be a number" in out.stderr
+
+
+def test_a_run_name_outside_ascii_is_refused_saying_ascii(tmp_path):
+    from dpharness.bench.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="ASCII letters"):
+        load_config({"name": "aüdit_ε", "experiment": "median_accuracy"})
