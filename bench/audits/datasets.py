@@ -1,6 +1,6 @@
 """The given ``pairs:`` of an audit: datasets checked value by value (no mechanism needed).
 
-A dataset of given ``pairs`` is a number (value/bit data), a list of records or scores (numbers,
+A dataset of given ``pairs`` is a number (value/bit data), one label (local data), a list of records or scores (numbers,
 labels; ``.nan`` is a record too and NaN records compare equal, ``-inf`` an excluded score, ``+inf``
 is refused) or a list of rows (one record per inner list, all of one length). Whether a pair is a
 pair of neighbours of the mechanism's declared relation is checked by :func:`bench.audits.build.check`.
@@ -40,10 +40,9 @@ def _check_value(c: Ctx, v: Any, path: str) -> Any:
 
 
 def check_dataset(c: Ctx, d: Any, path: str) -> Any:
-    """A dataset: a number (value/bit data), a list of records / scores, or a list of rows (one
+    """A dataset: a number (value/bit data), one label (text or true/false: the input of a local
+    mechanism, e.g. a randomized response), a list of records / scores, or a list of rows (one
     record per inner list, all of one non-zero length)."""
-    if isinstance(d, str):
-        c.error(path, f"must be a number or a list of records, got the text {d!r}")
     if isinstance(d, list):
         rows = [isinstance(v, list) for v in d]
         if not any(rows):

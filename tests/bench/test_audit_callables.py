@@ -493,3 +493,22 @@ def test_a_search_that_loses_most_pairs_to_the_mechanisms_exceptions_fails(tmp_p
     assert main(["audit", str(cfg), "--out", "runs"]) == 1
     out = capsys.readouterr().out
     assert "the mechanism raised on" in out and "KeyError" in out
+
+
+def test_labels_are_given_pairs_of_a_local_mechanism(tmp_path, monkeypatch):
+    """`pairs: [[a, b]]` for a mechanism on one label (randomized response over {a, b}): accepted
+    as data, checked against the declared relation, audited (docs/configs.md says labels are data)."""
+    from dpharness.bench.cli import main
+
+    (tmp_path / "rr.py").write_text(
+        "import numpy as np\n"
+        "def rr(data, size, rng):\n"
+        "    keep = rng.random(size) < np.e / (1 + np.e)\n"
+        "    other = 'b' if data == 'a' else 'a'\n"
+        "    return np.where(keep, data, other)\n", encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("family_alpha: 0.001\naudits:\n  - {id: rr, mechanism: {callable: 'rr:rr', epsilon: 1.0, neighbours: local, "
+                   "kind: finite, input_domain: [a, b]}, pairs: [[a, b]], samples: [20000]}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", str(cfg)]) == 0
+    assert main(["audit", str(cfg), "--out", "runs"]) == 0
