@@ -165,3 +165,14 @@ def test_bingham_categorical_audited_vector_refused():
     assert cat.claim.neighbours == "local" and set(cat.sample("a", 50, np.random.default_rng(0))) <= set("abcd")
     with pytest.raises(TypeError, match="objective perturbation"):
         A.diffprivlib_mechanism(M.Vector(epsilon=1.0, function_sensitivity=1.0, dimension=2))
+
+
+def test_tool_arguments_refused_by_name():
+    """epsilon='one' names epsilon; reversed bounds name params.bounds (not the pair)."""
+    from dpharness import adapters
+
+    with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+        adapters.diffprivlib_tool("mean", epsilon="one", bounds=(0, 1))
+    with pytest.raises(adapters.TargetError) as e:
+        adapters.from_target("diffprivlib.tools:mean", {"epsilon": 1, "bounds": [1, 0]})
+    assert e.value.field == "params.bounds" and "lower < upper" in str(e.value)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpharness.mechanisms.base import ParamError
 from dpharness.adapters.common import as_array, quiet, require, scalar, seeds
 from dpharness.adapters.diffprivlib_models import MODEL_OUTPUTS, diffprivlib_model
 from dpharness.adapters.library import Library, Target, TargetError, did_you_mean
@@ -282,6 +283,17 @@ def diffprivlib_tool(tool: Any, *, epsilon: float, neighbours: str | None = None
     bad = _bad_keyword(getattr(tools, tool_name), tool_name, kwargs)
     if bad is not None:
         raise ValueError(bad[1])
+    try:
+        eps_value = float(epsilon)
+    except (TypeError, ValueError):
+        eps_value = math.nan
+    if not (eps_value > 0 and math.isfinite(eps_value)):
+        raise ParamError("epsilon", f"epsilon must be a finite number > 0 (the claim of diffprivlib.tools."
+                                    f"{tool_name}), got {epsilon!r}")
+    b = kwargs.get("bounds", kwargs.get("range"))
+    if b is not None and len(b) == 2 and all(isinstance(x, numbers.Real) for x in b) and not float(b[0]) < float(b[1]):
+        key = "bounds" if "bounds" in kwargs else "range"
+        raise ParamError(key, f"{key} must be (lower, upper) with lower < upper, got {tuple(b)!r}")
     rel = neighbours if neighbours is not None else TOOL_RELATIONS.get(tool_name)
     if rel is None:
         raise ValueError(f"no documented neighbour relation for diffprivlib.tools.{tool_name}: pass neighbours= "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dpharness.adapters.common import MissingLibrary
+from dpharness.mechanisms.base import ParamError
 
 if TYPE_CHECKING:  # the verifier is imported when an adapter is built: reading the table of libraries stays cheap
     from dpharness.verifiers.wrap import WrappedMechanism
@@ -130,6 +131,9 @@ class Target:
                 return fn(*args, **kw)
         except MissingLibrary:
             raise
+        except ParamError as exc:  # an argument refused by name: that key of the user's is at fault
+            group = "adapter" if exc.field in self.adapter else "params"
+            raise TargetError(str(exc), field=f"{group}.{exc.field}") from None
         except TypeError as exc:
             raise TargetError(f"{what} raised TypeError: {str(exc).splitlines()[0]}",
                               field="params" if what == self.path else "adapter") from None
