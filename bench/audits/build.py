@@ -132,11 +132,17 @@ def _param_path(exc: Exception, params: dict) -> str:
     return f"mechanism.{field}" if field in params else "mechanism"
 
 
+#: Draws of the probe of user code on each checked dataset (a shape check needs more than one).
+PROBE_DRAWS = 3
+
+
 def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
-    """None when ``mech`` samples once on ``data``, else why not (any exception of user code)."""
+    """None when ``mech`` samples on ``data``, else why not (any exception of user code). User code
+    is probed with :data:`PROBE_DRAWS` draws, so that one returning one value whatever ``size``, one
+    value too few or ragged rows fails here and not after the run folder exists."""
     caught = Exception if user_code else (ValueError, TypeError, IndexError)
     try:
-        mech.sample(data, size=1, rng=0)
+        mech.sample(data, size=PROBE_DRAWS if user_code else 1, rng=0)
     except caught as exc:
         return f"{type(exc).__name__}: {exc}" if user_code else str(exc)
     except SystemExit as exc:  # user code that exits must not end validate/audit with its status

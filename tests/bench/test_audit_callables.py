@@ -512,3 +512,19 @@ def test_labels_are_given_pairs_of_a_local_mechanism(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["validate", str(cfg)]) == 0
     assert main(["audit", str(cfg), "--out", "runs"]) == 0
+
+
+@pytest.mark.parametrize("body", ["return 1.0", "return rng.laplace(0.0, 1.0, size - 1)",
+                                  "return [[1.0]] + [[1.0, 2.0]] * (size - 1)"])
+def test_validate_checks_the_shape_of_several_draws(tmp_path, monkeypatch, capsys, body):
+    """One value whatever size, one value too few, ragged rows: validate fails (exit 2, naming the
+    callable) instead of audit failing after a run folder exists."""
+    from dpharness.bench.cli import main
+
+    (tmp_path / "shapes.py").write_text(f"def noisy(data, size, rng):\n    {body}\n", encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'shapes:noisy', epsilon: 1.0, neighbours: value}, "
+                   "pairs: [[0.0, 1.0]], samples: [1000]}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", str(cfg)]) == 2
+    assert "must return" in capsys.readouterr().err
