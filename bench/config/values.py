@@ -86,8 +86,19 @@ def _show(v: Any) -> str:
     if isinstance(v, dict):
         return "a mapping"
     if isinstance(v, list):
-        return f"a list {v!r}" if len(repr(v)) < 60 else "a list"
-    return repr(v)
+        r = _bounded_repr(v)
+        return f"a list {r}" if len(r) < 60 else "a list"
+    return _bounded_repr(v)
+
+
+def _bounded_repr(v: Any) -> str:
+    """``repr(v)`` cut to a few hundred characters, never building more: YAML anchors can expand a
+    small file into a value whose full repr would take hours (a "billion laughs")."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxdict, r.maxstring, r.maxother = 3, 8, 8, 120, 120
+    return r.repr(v)
 
 
 def _fmt_num(x: float) -> str:

@@ -44,6 +44,10 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = Fal
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+#: The largest config file read (bytes); larger ones are refused before parsing.
+MAX_CONFIG_BYTES = 5 * 10**6
+
+
 def read_yaml(path: str | Path) -> dict:
     """Read a config file: a UTF-8 YAML mapping without duplicate keys.
 
@@ -57,6 +61,10 @@ def read_yaml(path: str | Path) -> dict:
         hint = f" (it holds {', '.join(inside)}{', ...' if len(inside) == 5 else ''})" if inside else ""
         raise ConfigError(f"{path}: is a directory, not a config file; give one YAML file{hint}")
     try:
+        size = p.stat().st_size
+        if size > MAX_CONFIG_BYTES:  # parsing tens of MB of YAML takes minutes: refuse at once
+            raise ConfigError(f"{path}: is {size / 1e6:.1f} MB; a config is at most {MAX_CONFIG_BYTES // 10**6} MB "
+                              "(data belongs in a CSV file named with csv:, docs/configs.md)")
         data = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None

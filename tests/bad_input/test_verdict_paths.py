@@ -124,3 +124,26 @@ def test_a_run_name_outside_ascii_is_refused_saying_ascii(tmp_path):
 
     with pytest.raises(ConfigError, match="ASCII letters"):
         load_config({"name": "aüdit_ε", "experiment": "median_accuracy"})
+
+
+def test_an_anchor_bomb_and_a_huge_config_are_answered_at_once(tmp_path):
+    """YAML anchors expanding to 9^9 values under description: one line naming the key, not hours
+    spent quoting the value; a config over the size limit is refused before it is parsed."""
+    import time
+
+    from dpharness.bench.cli import main
+    from dpharness.bench.config import ConfigError, read_yaml
+    from dpharness.bench.config import yaml_io
+
+    lines = ["name: bomb", "experiment: median_accuracy", 'a0: &a0 ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 8)]
+    lines.append("description: [" + ",".join(["*a7"] * 9) + "]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    t0 = time.monotonic()
+    assert main(["validate", str(bomb)]) == 2
+    assert time.monotonic() - t0 < 10
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\n" + "# padding\n" * (yaml_io.MAX_CONFIG_BYTES // 10 + 1), encoding="utf-8")
+    with pytest.raises(ConfigError, match="a config is at most"):
+        read_yaml(big)
