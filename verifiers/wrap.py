@@ -125,6 +125,15 @@ def wrap(fn: Callable[[Any, int, np.random.Generator], Any], *, epsilon: float |
     if attributes is not None and not isinstance(attributes, dict):
         raise TypeError(f"attributes must be a dict of read-only attributes or None, got {type(attributes).__name__}")
     attrs = dict(attributes or {})
+    lo, hi = attrs.get("lower"), attrs.get("upper")
+    if lo is not None and hi is not None:
+        try:
+            order = bool(np.all(np.asarray(lo, dtype=np.float64) < np.asarray(hi, dtype=np.float64)))
+        except (TypeError, ValueError):  # bounds of label columns (text): no order to check
+            order = True
+        if not order:  # the generators would build data outside any sensible domain
+            raise ParamError("attributes", f"attributes lower must be below upper (each column), got lower {lo!r}, "
+                             f"upper {hi!r}")
     unit = {k: attrs[k] for k in ("unit_column", "max_contributions") if k in attrs}
     if input_domain is not None and attrs.get("input_domain") is not None:
         raise ParamError("input_domain", "input_domain is given both as an argument and in attributes: give it once")

@@ -147,3 +147,12 @@ def test_an_anchor_bomb_and_a_huge_config_are_answered_at_once(tmp_path):
     big.write_text("name: big\n" + "# padding\n" * (yaml_io.MAX_CONFIG_BYTES // 10 + 1), encoding="utf-8")
     with pytest.raises(ConfigError, match="a config is at most"):
         read_yaml(big)
+
+
+def test_wrap_refuses_attributes_with_lower_above_upper():
+    from dpharness import verifiers
+    from dpharness.mechanisms.base import ParamError
+
+    with pytest.raises(ParamError, match="lower must be below upper") as e:
+        verifiers.wrap(lambda d, s, r: [0.0] * s, epsilon=1.0, attributes={"lower": 1, "upper": 0})
+    assert e.value.field == "attributes"
