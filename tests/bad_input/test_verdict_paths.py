@@ -156,3 +156,24 @@ def test_wrap_refuses_attributes_with_lower_above_upper():
     with pytest.raises(ParamError, match="lower must be below upper") as e:
         verifiers.wrap(lambda d, s, r: [0.0] * s, epsilon=1.0, attributes={"lower": 1, "upper": 0})
     assert e.value.field == "attributes"
+
+
+def test_an_unpicklable_mechanism_with_jobs_names_jobs_and_the_way_out():
+    """A mechanism holding a lock cannot go to loky workers: a ParamError on jobs saying what to do,
+    not a bare PicklingError."""
+    import threading
+
+    from dpharness import verifiers
+    from dpharness.mechanisms.base import ParamError
+
+    class Locked:
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __call__(self, d, size, rng):
+            return float(d) + rng.laplace(0.0, 1.0, size)
+
+    m = verifiers.wrap(Locked(), epsilon=1.0, neighbours="value", sensitivity=1.0)
+    with pytest.raises(ParamError, match="module-level function or factory") as e:
+        verifiers.audit(m, 0.0, 1.0, samples=20000, rng=1, jobs=2)
+    assert e.value.field == "jobs"

@@ -60,7 +60,26 @@ class _Sampler:
     def map(self, fn: Any, items: list[tuple]) -> list[Any]:
         if self.jobs == 1 or len(items) == 1:  # the same keyed chunks, drawn here: identical results
             return [fn(*it) for it in items]
-        return list(run_parallel(fn, items, self.backend, self.jobs))
+        try:
+            return list(run_parallel(fn, items, self.backend, self.jobs))
+        except Exception as exc:  # joblib/loky raise their own classes for what does not pickle
+            if self.backend == "threading" or not _is_pickling_error(exc):
+                raise
+            raise ParamError("jobs", f"the mechanism cannot be sent to {self.backend} worker processes "
+                             f"({type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''});"
+                             " pass a module-level function or factory that builds it, or backend='threading'") from None
+
+
+def _is_pickling_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it wraps) says an object could not be pickled."""
+    import pickle
+
+    while exc is not None:
+        text = f"{type(exc).__name__}: {exc}".lower()
+        if isinstance(exc, pickle.PicklingError) or "pickl" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def run_parallel(fn: Callable[..., Any], args: Iterable[tuple], backend: str, jobs: int, *,
