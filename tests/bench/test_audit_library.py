@@ -67,7 +67,7 @@ BAD = [
     ("params_not_mapping", {"library": "diffprivlib.mechanisms:Laplace", "params": [1, 2]},
      "audits[0].mechanism.params", "must be a mapping"),
     ("unknown_key", {"library": "diffprivlib.mechanisms:Laplace", "param": {}}, "audits[0].mechanism.param",
-     "accepted: library, params, adapter"),
+     "accepted: library, build, params, adapter"),
     ("no_such_class", {"library": "diffprivlib.mechanisms:Laplacian", "params": {"epsilon": 1.0}},
      "audits[0].mechanism.library", "did you mean 'Laplace'"),
     ("misspelt_argument", {"library": "diffprivlib.mechanisms:Laplace", "params": {"epsilon": 1.0, "sensitivty": 1.0}},
