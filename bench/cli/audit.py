@@ -55,6 +55,17 @@ def _not_an_audit(path: str, raw: dict) -> str:
             f"(experiment configs run with `dpharness run {path}`)")
 
 
+def print_verdict(res: Any, jobs: int) -> int:
+    """Print a finished audit-like run (its summary, failed tasks, the run folder) and return its
+    exit status: 0 when the summary is ok and no task failed, else 1 (``audit`` and ``sweep``)."""
+    print(res.summary.text)
+    if res.errors:
+        print(f"{res.errors} of {res.n_tasks} tasks FAILED (status=error rows in results.csv)")
+    print(f"run folder: {res.run_dir}  ({res.n_tasks} tasks, {res.computed} computed, {res.reused} reused; "
+          f"wall {res.wall_seconds:.1f} s, jobs={jobs})")
+    return 0 if (res.summary.ok and not res.errors) else 1
+
+
 def spread_small_runs(cfg: Any, jobs: int, backend: str | None = None, scheduler: str | None = None) -> tuple[Any, int]:
     """``(config, jobs for the runner)``: with fewer audit tasks than workers and ``parallel_draws``
     on, the tasks run one after the other and each spreads its draws over the ``jobs`` workers
@@ -116,12 +127,7 @@ def run(args: argparse.Namespace) -> int:
     res, code = invoke_run(cfg, jobs=outer, out=getattr(args, "out", None), resume=getattr(args, "resume", None))
     if res is None:
         return code
-    print(res.summary.text)
-    if res.errors:
-        print(f"{res.errors} of {res.n_tasks} tasks FAILED (status=error rows in results.csv)")
-    print(f"run folder: {res.run_dir}  ({res.n_tasks} tasks, {res.computed} computed, {res.reused} reused; "
-          f"wall {res.wall_seconds:.1f} s, jobs={jobs})")
-    code = 0 if (res.summary.ok and not res.errors) else 1
+    code = print_verdict(res, jobs)
     try:
         from dpharness.bench.audits.machine import write_audit_outputs
 

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``dpharness sweep``."""
     from pathlib import Path
 
-    from dpharness.bench.cli.audit import spread_small_runs
+    from dpharness.bench.cli.audit import print_verdict, spread_small_runs
     from dpharness.bench.cli.run import invoke_run
     from dpharness.bench.config import ConfigError, load_config
     from dpharness.bench.sweep import catalogue as cat
@@ -152,9 +152,4 @@ def run(args: argparse.Namespace) -> int:
                            resume=args.resume)
     if res is None:
         return code
-    print(res.summary.text)
-    if res.errors:
-        print(f"{res.errors} of {res.n_tasks} tasks FAILED (status=error rows in results.csv)")
-    print(f"run folder: {res.run_dir}  ({res.n_tasks} tasks, {res.computed} computed, {res.reused} reused; "
-          f"wall {res.wall_seconds:.1f} s, jobs={jobs})")
-    return 0 if (res.summary.ok and not res.errors) else 1
+    return print_verdict(res, jobs)

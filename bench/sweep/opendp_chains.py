@@ -182,12 +182,16 @@ def adaptive_composition(scales: Any = (1.0, 2.0), bounds: Any = (0.0, 1.0)) -> 
     return with_script(meas, _script(dp, bounds, scales))
 
 
+def _clamp(dp: Any, bounds: Any) -> Any:
+    """``make_clamp`` of float vectors to ``bounds`` (what the ``then_`` compositions follow)."""
+    lo, hi = float(bounds[0]), float(bounds[1])
+    return dp.t.make_clamp(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance(), (lo, hi))
+
+
 def then_adaptive(scales: Any = (1.0, 2.0), bounds: Any = (0.0, 1.0)) -> Any:
     """``make_clamp`` >> ``then_adaptive_composition``, asked ``make_sum >> then_laplace`` per scale."""
     dp = _dp()
-    lo, hi = float(bounds[0]), float(bounds[1])
-    clamp = dp.t.make_clamp(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance(), (lo, hi))
-    meas = clamp >> dp.c.then_adaptive_composition(dp.max_divergence(), d_in=1, d_mids=_mids(bounds, scales))
+    meas = _clamp(dp, bounds) >> dp.c.then_adaptive_composition(dp.max_divergence(), d_in=1, d_mids=_mids(bounds, scales))
     return with_script(meas, _script(dp, bounds, scales))
 
 
@@ -202,9 +206,8 @@ def sequential_composition(scales: Any = (1.0, 2.0), bounds: Any = (0.0, 1.0)) -
 def then_sequential(scales: Any = (1.0, 2.0), bounds: Any = (0.0, 1.0)) -> Any:
     """``make_clamp`` >> ``then_sequential_composition``, asked ``make_sum >> then_laplace`` per scale."""
     dp = _dp()
-    lo, hi = float(bounds[0]), float(bounds[1])
-    clamp = dp.t.make_clamp(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance(), (lo, hi))
-    meas = clamp >> dp.c.then_sequential_composition(dp.max_divergence(), d_in=1, d_mids=_mids(bounds, scales))
+    meas = _clamp(dp, bounds) >> dp.c.then_sequential_composition(dp.max_divergence(), d_in=1,
+                                                                  d_mids=_mids(bounds, scales))
     return with_script(meas, _script(dp, bounds, scales))
 
 
