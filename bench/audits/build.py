@@ -233,6 +233,13 @@ def check(aset: AuditSet) -> None:
             suite_pairs = [Pair(d1, d2, lab) for d1, d2, lab in given_pairs(a, mech)]
             _check_search_budget(a, len(merge_swaps(suite_pairs)[0]), err)
         for j, (d1, d2, _) in enumerate(given_pairs(a, mech)):
+            labels = [k for k, d in enumerate((d1, d2)) if np.ndim(d) == 0 and np.asarray(d).dtype.kind in "US"]
+            if labels and mech.claim.neighbours != "local":  # one label is the data of a local mechanism only
+                k = labels[0]
+                err(a, f"pairs[{j}][{k}]", f"is the text {str((d1, d2)[k])!r}: one label is the data of a mechanism on one label "
+                    f"(local neighbours); this mechanism declares {mech.claim.neighbours} neighbours: give a number, "
+                    "or a list of records or scores")
+                continue
             try:
                 check_pair(d1, d2, mech.claim)
             except (ValueError, TypeError) as exc:

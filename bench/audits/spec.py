@@ -380,7 +380,7 @@ def _parse_audit(c: Ctx, raw: Any, i: int, alpha: float, caps: tuple[int | None,
     c.reject_unknown(raw, AUDIT_KEYS)
     aid = c.get(raw, "id", str)
     if not _ID.match(aid):
-        c.error("id", f"must use ASCII letters (a-z, A-Z), digits, _ . - only, got {aid!r}")
+        c.error("id", f"must use letters, digits, _ . - only (ASCII), got {aid!r}")
     mech = _parse_mechanism(c, raw.get("mechanism"))
     expect = c.choice(raw, "expect", ("correct", "broken", "calibration"), "correct")
     pairs = parse_pairs(c, raw.get("pairs", "suite" if mech.kind == "suite" else "witness"))

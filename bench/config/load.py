@@ -181,7 +181,7 @@ def _resolve(raw: Any, ctx: Ctx, stem: str | None, quick: bool, seed: int | None
 
         name = ctx.get(resolved, "name", str, stem if stem is not None else REQUIRED)
         if name and not _NAME_RE.match(name):
-            ctx.report("name", f"must use only ASCII letters (a-z, A-Z), digits and _ . - (it names the run "
+            ctx.report("name", f"must use only letters, digits and _ . - (ASCII: a-z, A-Z, 0-9; it names the run "
                                f"folder, which other systems must read too), got {name!r}")
         kind = ctx.get(resolved, "experiment", str, "median_accuracy")
         if kind not in experiments.available():

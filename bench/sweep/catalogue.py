@@ -84,7 +84,7 @@ def _entry(raw: Any, ctx: Ctx) -> Entry | None:
         ctx.report("api", f"must be an import path 'package.module:Name', got {api!r}")
     eid = ctx.get(raw, "id", str, api.replace(":", "."))
     if eid and not _ID.match(eid):
-        ctx.report("id", f"may hold ASCII letters (a-z, A-Z), digits and _ . - only, got {eid!r}")
+        ctx.report("id", f"may hold letters, digits and _ . - only (ASCII), got {eid!r}")
     build = ctx.get(raw, "build", str, api)
     if build and not _TARGET.match(build):
         ctx.report("build", f"must be an import path 'package.module:function', got {build!r}")

@@ -122,7 +122,7 @@ def test_a_mistyped_probe_seconds_variable_is_a_warning_not_a_traceback():
 def test_a_run_name_outside_ascii_is_refused_saying_ascii(tmp_path):
     from dpharness.bench.config import ConfigError, load_config
 
-    with pytest.raises(ConfigError, match="ASCII letters"):
+    with pytest.raises(ConfigError, match="letters, digits and _ . - \\(ASCII"):
         load_config({"name": "aüdit_ε", "experiment": "median_accuracy"})
 
 
