@@ -134,3 +134,13 @@ def test_a_misspelt_library_module_is_the_targets_mistake_not_a_missing_extra(tm
     cfg.write_text("audits:\n  - {id: a, mechanism: {library: 'diffprivlib.mechanism:Laplace', params: {epsilon: 1, "
                    "sensitivity: 1}}, pairs: [[0.0, 1.0]], samples: [1000]}\n", encoding="utf-8")
     assert main(["validate", str(cfg)]) == 2
+
+
+def test_every_misspelt_library_argument_is_named_at_once():
+    pytest.importorskip("diffprivlib")
+    from dpharness import adapters
+
+    with pytest.raises(adapters.TargetError) as e:
+        adapters.from_target("diffprivlib.mechanisms:Laplace", {"epsilon": 1, "sensitivty": 1, "delt": 0})
+    assert e.value.field == "params.sensitivty"
+    assert "'sensitivity'" in str(e.value) and "params.delt" in str(e.value) and "'delta'" in str(e.value)

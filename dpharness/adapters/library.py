@@ -94,15 +94,15 @@ def keywords(fn: Any) -> list[str]:
             if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
-def _unknown_keyword(fn: Any, kw: dict) -> str | None:
-    """The first name of ``kw`` that ``fn``'s signature does not take (None: all taken, or it takes
-    ``**kwargs``, or its signature is unknown)."""
+def _unknown_keywords(fn: Any, kw: dict) -> list[str]:
+    """The names of ``kw`` that ``fn``'s signature does not take, in order (empty: all taken, or it
+    takes ``**kwargs``, or its signature is unknown)."""
     sig = _signature(fn)
     if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return None
+        return []
     # a positional-only name passed by keyword is left to the call (its own TypeError says so)
     names = {n for n, p in sig.parameters.items() if p.kind is not p.VAR_POSITIONAL}
-    return next((k for k in kw if k not in names), None)
+    return [k for k in kw if k not in names]
 
 
 @dataclass(frozen=True)
@@ -119,11 +119,14 @@ class Target:
         """``fn(*args, **kw)`` with the library's warnings silenced; what goes wrong is a
         :class:`TargetError` naming the field at fault (a keyword ``fn`` does not take: that key;
         any other error of the library: ``params``), :class:`MissingLibrary` passes through."""
-        bad = _unknown_keyword(fn, kw)
-        if bad is not None:  # a name the callee does not take: the user's key at fault
+        unknown = _unknown_keywords(fn, kw)
+        if unknown:  # names the callee does not take: the user's keys at fault (the first is the field)
+            bad = unknown[0]
             group = "adapter" if bad in self.adapter else "params"
             takes = keywords(fn)[len(args):]  # an adapter's first parameter is the object passed in
-            raise TargetError(f"is not an argument of {what}{did_you_mean(bad, takes)}; accepted: "
+            more = "".join(f"; {'adapter' if k in self.adapter else 'params'}.{k} is not one either"
+                           f"{did_you_mean(k, takes)}" for k in unknown[1:])
+            raise TargetError(f"is not an argument of {what}{did_you_mean(bad, takes)}{more}; accepted: "
                               f"{', '.join(takes) or '?'}", field=f"{group}.{bad}")
         try:
             with warnings.catch_warnings():  # the libraries warn per call (e.g. PrivacyLeakWarning): not ours
