@@ -194,14 +194,16 @@ def test_project_failure_replays_bit_for_bit(project_run):
     counts = re.search(r"counts:  .*", block).group(0)
     assert counts in _failure_block(again.stdout)
 
-    # the Python replay: the snippet's lines, with the library's function in scope
+    # the Python replay: the snippet's lines as printed (it imports the function itself), run in a
+    # fresh namespace with the project on the path, as a user would paste them
     sys.path.insert(0, str(proj))
     try:
-        import mydp
         lines = block.splitlines()
         start = next(i for i, line in enumerate(lines) if "replay in Python" in line)
-        body = [re.sub(r"^E\s+", "", line) for line in lines[start + 1:start + 4]]
-        ns = {"broken_laplace": mydp.broken_laplace}
+        end = next(i for i in range(start + 1, len(lines)) if "verifiers.audit(" in lines[i])
+        body = [re.sub(r"^E\s+", "", line) for line in lines[start + 1:end + 1]]
+        assert any(line.startswith("from mydp import broken_laplace") for line in body), body
+        ns: dict = {}
         exec("\n".join(body[:-1]), ns)
         v = eval(body[-1], ns)
     finally:

@@ -70,6 +70,17 @@ def _wrap_code(target: str, claim: Any, kind: str, attributes: dict | None = Non
     return f"verifiers.wrap({target}, {', '.join(args)})"
 
 
+def _import_line(fn: Any) -> str | None:
+    """``from MODULE import NAME`` for a function importable by name (a module-level function of an
+    imported module other than ``__main__``), else None."""
+    import sys
+
+    mod, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not mod or mod == "__main__" or not name or "." in name or "<" in name or mod not in sys.modules:
+        return None
+    return f"from {mod} import {name}" if getattr(sys.modules[mod], name, None) is fn else None
+
+
 def built_code(obj: Any, mech: Any, label: str, attributes: dict | None) -> str:
     """The right-hand side of ``mech = ...`` in the replay snippet: how :func:`verifiers.intake.intake`
     made ``mech`` (what is audited) from ``obj`` (what the test passed)."""
@@ -81,6 +92,9 @@ def built_code(obj: Any, mech: Any, label: str, attributes: dict | None) -> str:
                 + f"  # it declares {mech.declared}")
     if isinstance(mech, WrappedMechanism) and mech is not obj:  # a function (or a sampler) wrapped
         if mech.fn is obj:
+            where = _import_line(obj)
+            if where is not None:  # the replay runs in a fresh interpreter: it imports the function
+                return f"{where}\n" + _wrap_code(obj.__qualname__, mech.claim, mech.kind, attributes)
             return _wrap_code(label, mech.claim, mech.kind, attributes)
         sample = getattr(obj, "sample", None)
         if callable(sample) and mech.fn == sample:
@@ -107,9 +121,11 @@ def _replay(v: Any, built: str, nodeid: str | None, origin: str, session: Sessio
             f"alpha={v.alpha!r})")
     how = ("on the same certification draws" if v.pairs_tried == 1
            else "on fresh draws: the search certified it on draws keyed by the pair's index")
+    *imports, expr = built.split("\n")  # built_code puts the function's import first when it has one
     out += [f"replay in Python (certifies the witness event again, {how}):",
             "    import math; from dpharness import verifiers",
-            f"    mech = {built}",
+            *[f"    {line}" for line in imports],
+            f"    mech = {expr}",
             f"    {call}"]
     if d1 is None or d2 is None:
         out.append("    (d1, d2: the pair shown above; full values in DPViolation.verdict.witness)")
