@@ -177,6 +177,14 @@ def intake(mechanism_or_fn: Any, *, strict: bool = False, paths: Sequence[str] =
     target = obj if isinstance(obj, str) and (strict or _TARGET.match(obj)) else None
     if target is not None:
         obj = resolve_target(target, paths)
+    pm = claim.get("privacy_map")
+    if isinstance(pm, str):  # a config names the map by import path, like the callable itself
+        try:
+            claim["privacy_map"] = resolve_target(pm, paths)
+        except IntakeError as exc:
+            raise IntakeError(str(exc), key="privacy_map") from None
+        if not callable(claim["privacy_map"]):
+            raise IntakeError(f"{pm} is not a function d_in -> epsilon (or (epsilon, delta))", key="privacy_map")
     if strict:
         return _in_config(obj, target if target is not None else _name_of(obj), dict(claim))
     return _in_code(obj, dict(claim), default_name=target)
@@ -346,7 +354,8 @@ def _in_config(obj: Any, target: str, claim: dict) -> Any:
     if takes_three is False:
         raise IntakeError(f"{target} has the wrong signature: {_signature(obj)}; with the claim keys it must be "
                           "callable as fn(data, size, rng)")
-    if "epsilon" not in claim:
-        raise IntakeError(f"is required to wrap {target} (the claimed epsilon, a number > 0)", key="epsilon")
+    if "epsilon" not in claim and claim.get("privacy_map") is None:
+        raise IntakeError(f"is required to wrap {target} (the claimed epsilon, a number > 0; or a privacy_map: "
+                          "with its input_metric)", key="epsilon")
     claim.setdefault("name", target)
     return _wrap(obj, claim)

@@ -528,3 +528,23 @@ def test_validate_checks_the_shape_of_several_draws(tmp_path, monkeypatch, capsy
     monkeypatch.chdir(tmp_path)
     assert main(["validate", str(cfg)]) == 2
     assert "must return" in capsys.readouterr().err
+
+
+def test_a_privacy_map_by_import_path_is_the_claim_of_a_callable(tmp_path, monkeypatch, capsys):
+    """`privacy_map: "m:pmap"` with `input_metric:` is the claim (no epsilon needed), resolved like the
+    callable; a misspelt map is named at `privacy_map` with its did-you-mean."""
+    from dpharness.bench.cli import main
+
+    (tmp_path / "m.py").write_text(
+        "def noisy_count(data, size, rng):\n    return len(data) + rng.laplace(0.0, 1.0, size)\n"
+        "def pmap(d_in):\n    return float(d_in)\n", encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    body = ("family_alpha: 0.001\naudits:\n  - {id: a, mechanism: {callable: 'm:noisy_count', privacy_map: 'm:MAP', "
+            "input_metric: symmetric_distance}, pairs: search, samples: [20000]}\n")
+    cfg.write_text(body.replace("MAP", "pmap"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", str(cfg)]) == 0
+    assert main(["audit", str(cfg), "--out", "runs"]) == 0
+    cfg.write_text(body.replace("MAP", "pmapp"), encoding="utf-8")
+    assert main(["validate", str(cfg)]) == 2
+    assert "mechanism.privacy_map" in capsys.readouterr().err
