@@ -157,6 +157,10 @@ def judge(aset: AuditSet, results: pd.DataFrame, table: pd.DataFrame) -> list[st
             if tried and crashed * 2 > tried:
                 problems.append(f"{r['audit']} (samples {r['samples']}): the mechanism raised on {crashed} of the "
                                 f"{tried} generated pairs, which were not audited (first: {r['pairs_crashed_first']})")
+    if "all_nan" in ok.columns:
+        for _, r in ok[ok["all_nan"].fillna(False).astype(bool)].iterrows():
+            problems.append(f"{r['audit']} (samples {r['samples']}): the mechanism released only NaN on both "
+                            f"datasets of the certified pair ({r.get('pair', '')}): nothing was audited")
     ex = exact_table(results)
     for _, e in ex.iterrows():
         if _truthy(e.get("exact_violated", False)) and e["expect"] in ("correct", "calibration"):

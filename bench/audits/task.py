@@ -67,6 +67,22 @@ def _published(name: str) -> dict[str, Any]:
     return {"peer_lower": float(pub[best]), "peer_source": best}
 
 
+#: Releases drawn on each dataset of the certified pair to tell an audit of NaN from an audit.
+NAN_PROBE = 16
+
+
+def _all_nan(mech: Any, d1: Any, d2: Any, seed: int) -> bool:
+    """Whether ``mech`` releases only NaN on both datasets of the pair (:data:`NAN_PROBE` scalar draws
+    each, from a stream of their own: the verdict is already made). Such an audit compared NaN with NaN."""
+    try:
+        ys = [np.asarray(mech.sample(d, NAN_PROBE, np.random.default_rng([seed, 7, k])), dtype=np.float64)
+              for k, d in enumerate((d1, d2))]
+    except (TypeError, ValueError):  # releases that are not numbers (labels, dicts): not NaN
+        return False
+    # scalar releases only: a NaN coordinate of a vector is an atom (a key absent from a dict release)
+    return all(y.ndim == 1 and y.size > 0 and bool(np.isnan(y).all()) for y in ys)
+
+
 def run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Generator) -> dict[str, Any]:
     """:func:`_run_audit_task`, with ``sys.exit()`` in the audited code turned into a failed task (it
     would otherwise end the run -- or a worker -- with the user's exit status, often 0)."""
@@ -127,6 +143,8 @@ def _run_audit_task(a: AuditSpec, samples: int, repeat: int, rng: np.random.Gene
         row["pairs_crashed"] = len(crashed)
         row["pairs_generated"] = int(v.pairs_tried) + probed
         row["pairs_crashed_first"] = f"{crashed[0]['pair']}: {crashed[0]['error']}"[:300]
+    if v.witness is not None and _all_nan(mech, v.witness.d1, v.witness.d2, seed):
+        row["all_nan"] = True  # judged by bench.audits.report: nothing was audited
     row["pair"] = label
     row["alpha"] = a.alpha
     row["summary"] = v.summary

@@ -548,3 +548,17 @@ def test_a_privacy_map_by_import_path_is_the_claim_of_a_callable(tmp_path, monke
     cfg.write_text(body.replace("MAP", "pmapp"), encoding="utf-8")
     assert main(["validate", str(cfg)]) == 2
     assert "mechanism.privacy_map" in capsys.readouterr().err
+
+
+def test_a_mechanism_that_releases_only_nan_fails_the_audit(tmp_path, monkeypatch, capsys):
+    """Every release NaN: the audit compared NaN with NaN; the run says so and exits 1."""
+    from dpharness.bench.cli import main
+
+    (tmp_path / "nans.py").write_text(
+        "import numpy as np\ndef noisy(data, size, rng):\n    return np.full(size, np.nan)\n", encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'nans:noisy', epsilon: 1.0, neighbours: value}, "
+                   "pairs: [[0.0, 1.0]], samples: [2000]}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["audit", str(cfg), "--out", "runs"]) == 1
+    assert "released only NaN" in capsys.readouterr().out
