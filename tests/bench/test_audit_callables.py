@@ -456,6 +456,16 @@ def test_rows_and_nan_in_pairs_are_records(monkeypatch, tmp_path, clean_imports)
         load_config(proj / "bad.yaml")
 
 
+def _own_project(tmp_path, monkeypatch, module: str, code: str, audits: str) -> str:
+    """``<module>.py`` holding ``code`` and a config ``c.yaml`` whose ``audits:`` list is ``audits``
+    (YAML text, one audit per line), in a project folder that becomes the working directory."""
+    (tmp_path / f"{module}.py").write_text(code, encoding="utf-8")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(audits, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return str(cfg)
+
+
 @pytest.mark.parametrize("where", ["import", "call"])
 def test_sys_exit_in_user_code_is_an_error_not_a_green_step(tmp_path, monkeypatch, capsys, where):
     """A module that exits when imported (a script's argv handling) or a function that calls
@@ -464,12 +474,10 @@ def test_sys_exit_in_user_code_is_an_error_not_a_green_step(tmp_path, monkeypatc
 
     body = ("import sys\nsys.exit(0)\n" if where == "import" else "import sys\n") + (
         "def noisy(data, size, rng):\n    sys.exit(0)\n")
-    (tmp_path / "exiting.py").write_text(body, encoding="utf-8")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'exiting:noisy', epsilon: 1.0, neighbours: value}, "
-                   "pairs: [[0.0, 1.0]], samples: [1000]}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    for cmd in (["validate", str(cfg)], ["audit", str(cfg), "--out", "runs"]):
+    cfg = _own_project(tmp_path, monkeypatch, "exiting", body,
+                       "audits:\n  - {id: a, mechanism: {callable: 'exiting:noisy', epsilon: 1.0, neighbours: value}, "
+                       "pairs: [[0.0, 1.0]], samples: [1000]}\n")
+    for cmd in (["validate", cfg], ["audit", cfg, "--out", "runs"]):
         assert main(cmd) == 2, cmd
         assert "sys.exit(0)" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
@@ -480,17 +488,15 @@ def test_a_search_that_loses_most_pairs_to_the_mechanisms_exceptions_fails(tmp_p
     pairs (they are not the user's), and the run says so and exits 1 instead of "as expected"."""
     from dpharness.bench.cli import main
 
-    (tmp_path / "picky.py").write_text(
-        "import numpy as np\n"
-        "def noisy_count(data, size, rng):\n"
-        "    if len(data) not in (1, 2):\n"
-        "        raise KeyError('row')\n"
-        "    return len(data) + rng.laplace(0.0, 1.0, size)\n", encoding="utf-8")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'picky:noisy_count', epsilon: 1.0, sensitivity: 1.0}, "
-                   "pairs: search, samples: [20000]}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    assert main(["audit", str(cfg), "--out", "runs"]) == 1
+    cfg = _own_project(tmp_path, monkeypatch, "picky",
+                       "import numpy as np\n"
+                       "def noisy_count(data, size, rng):\n"
+                       "    if len(data) not in (1, 2):\n"
+                       "        raise KeyError('row')\n"
+                       "    return len(data) + rng.laplace(0.0, 1.0, size)\n",
+                       "audits:\n  - {id: a, mechanism: {callable: 'picky:noisy_count', epsilon: 1.0, sensitivity: 1.0}, "
+                       "pairs: search, samples: [20000]}\n")
+    assert main(["audit", cfg, "--out", "runs"]) == 1
     out = capsys.readouterr().out
     assert "the mechanism raised on" in out and "KeyError" in out
 
@@ -500,18 +506,16 @@ def test_labels_are_given_pairs_of_a_local_mechanism(tmp_path, monkeypatch):
     as data, checked against the declared relation, audited (docs/configs.md says labels are data)."""
     from dpharness.bench.cli import main
 
-    (tmp_path / "rr.py").write_text(
-        "import numpy as np\n"
-        "def rr(data, size, rng):\n"
-        "    keep = rng.random(size) < np.e / (1 + np.e)\n"
-        "    other = 'b' if data == 'a' else 'a'\n"
-        "    return np.where(keep, data, other)\n", encoding="utf-8")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("family_alpha: 0.001\naudits:\n  - {id: rr, mechanism: {callable: 'rr:rr', epsilon: 1.0, neighbours: local, "
-                   "kind: finite, input_domain: [a, b]}, pairs: [[a, b]], samples: [20000]}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    assert main(["validate", str(cfg)]) == 0
-    assert main(["audit", str(cfg), "--out", "runs"]) == 0
+    cfg = _own_project(tmp_path, monkeypatch, "rr",
+                       "import numpy as np\n"
+                       "def rr(data, size, rng):\n"
+                       "    keep = rng.random(size) < np.e / (1 + np.e)\n"
+                       "    other = 'b' if data == 'a' else 'a'\n"
+                       "    return np.where(keep, data, other)\n",
+                       "family_alpha: 0.001\naudits:\n  - {id: rr, mechanism: {callable: 'rr:rr', epsilon: 1.0, "
+                       "neighbours: local, kind: finite, input_domain: [a, b]}, pairs: [[a, b]], samples: [20000]}\n")
+    assert main(["validate", cfg]) == 0
+    assert main(["audit", cfg, "--out", "runs"]) == 0
 
 
 @pytest.mark.parametrize("body", ["return 1.0", "return rng.laplace(0.0, 1.0, size - 1)",
@@ -521,12 +525,10 @@ def test_validate_checks_the_shape_of_several_draws(tmp_path, monkeypatch, capsy
     callable) instead of audit failing after a run folder exists."""
     from dpharness.bench.cli import main
 
-    (tmp_path / "shapes.py").write_text(f"def noisy(data, size, rng):\n    {body}\n", encoding="utf-8")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'shapes:noisy', epsilon: 1.0, neighbours: value}, "
-                   "pairs: [[0.0, 1.0]], samples: [1000]}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    assert main(["validate", str(cfg)]) == 2
+    cfg = _own_project(tmp_path, monkeypatch, "shapes", f"def noisy(data, size, rng):\n    {body}\n",
+                       "audits:\n  - {id: a, mechanism: {callable: 'shapes:noisy', epsilon: 1.0, neighbours: value}, "
+                       "pairs: [[0.0, 1.0]], samples: [1000]}\n")
+    assert main(["validate", cfg]) == 2
     assert "must return" in capsys.readouterr().err
 
 
@@ -535,18 +537,15 @@ def test_a_privacy_map_by_import_path_is_the_claim_of_a_callable(tmp_path, monke
     callable; a misspelt map is named at `privacy_map` with its did-you-mean."""
     from dpharness.bench.cli import main
 
-    (tmp_path / "m.py").write_text(
-        "def noisy_count(data, size, rng):\n    return len(data) + rng.laplace(0.0, 1.0, size)\n"
-        "def pmap(d_in):\n    return float(d_in)\n", encoding="utf-8")
-    cfg = tmp_path / "c.yaml"
     body = ("family_alpha: 0.001\naudits:\n  - {id: a, mechanism: {callable: 'm:noisy_count', privacy_map: 'm:MAP', "
             "input_metric: symmetric_distance}, pairs: search, samples: [20000]}\n")
-    cfg.write_text(body.replace("MAP", "pmap"), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    assert main(["validate", str(cfg)]) == 0
-    assert main(["audit", str(cfg), "--out", "runs"]) == 0
-    cfg.write_text(body.replace("MAP", "pmapp"), encoding="utf-8")
-    assert main(["validate", str(cfg)]) == 2
+    cfg = _own_project(tmp_path, monkeypatch, "m",
+                       "def noisy_count(data, size, rng):\n    return len(data) + rng.laplace(0.0, 1.0, size)\n"
+                       "def pmap(d_in):\n    return float(d_in)\n", body.replace("MAP", "pmap"))
+    assert main(["validate", cfg]) == 0
+    assert main(["audit", cfg, "--out", "runs"]) == 0
+    (tmp_path / "c.yaml").write_text(body.replace("MAP", "pmapp"), encoding="utf-8")
+    assert main(["validate", cfg]) == 2
     assert "mechanism.privacy_map" in capsys.readouterr().err
 
 
@@ -554,11 +553,9 @@ def test_a_mechanism_that_releases_only_nan_fails_the_audit(tmp_path, monkeypatc
     """Every release NaN: the audit compared NaN with NaN; the run says so and exits 1."""
     from dpharness.bench.cli import main
 
-    (tmp_path / "nans.py").write_text(
-        "import numpy as np\ndef noisy(data, size, rng):\n    return np.full(size, np.nan)\n", encoding="utf-8")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("audits:\n  - {id: a, mechanism: {callable: 'nans:noisy', epsilon: 1.0, neighbours: value}, "
-                   "pairs: [[0.0, 1.0]], samples: [2000]}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    assert main(["audit", str(cfg), "--out", "runs"]) == 1
+    cfg = _own_project(tmp_path, monkeypatch, "nans",
+                       "import numpy as np\ndef noisy(data, size, rng):\n    return np.full(size, np.nan)\n",
+                       "audits:\n  - {id: a, mechanism: {callable: 'nans:noisy', epsilon: 1.0, neighbours: value}, "
+                       "pairs: [[0.0, 1.0]], samples: [2000]}\n")
+    assert main(["audit", cfg, "--out", "runs"]) == 1
     assert "released only NaN" in capsys.readouterr().out
