@@ -130,13 +130,9 @@ KIND_KEYS = ("alpha", "family_alpha", "family_split", "audits", "targets", "max_
 FAMILY_SPLITS = ("tasks", "audits")
 AUDIT_KEYS = ("id", "mechanism", "expect", "pairs", "samples", "repeat", "events", "exact", "generator",
               "true_epsilon", "alpha", "selection", "sequential", "float_events")
-#: The generator families of the built-in relations (``generator:`` accepts every family the
-#: relation registry knows when the config is read, so a relation module added later brings its own).
-GENERATORS = ("auto", "values", "bits", "scores", "records", "labels", "histograms", "units", "local")
-
-
 def generators() -> tuple[str, ...]:
-    """``auto`` and every generator family of the registered relations."""
+    """``auto`` and every generator family of the registered relations (read when a config is, so a
+    relation module added later brings its own)."""
     from dpharness.verifiers.relations.registry import families
 
     return ("auto", *families())
