@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from dpharness.mechanisms.base import PrivacyClaim, neighbour_relations
+from dpharness.mechanisms.base import PrivacyClaim
 from dpharness.verifiers.relations import PairList, Relation, check_neighbours, get, pairs_for
+from dpharness.verifiers.relations.registry import names as relation_names
 from dpharness.verifiers.relations.metrics import INPUT_METRICS, RECORD_METRICS, distance
 from dpharness.verifiers.verdict import Verdict, format_data, summarize
 
@@ -37,39 +38,64 @@ __all__ = ["INPUT_METRICS", "DEFAULT_RELATION", "PrivacyMapClaim", "MapRelation"
            "claim_at", "check_pair", "at_pair", "AtPair", "annotate", "pairs_for", "is_map_claim", "LinearMap",
            "ConstantMap", "zcdp_to_approx_dp"]
 
-#: The neighbour relation whose pair generators a metric uses by default.
-DEFAULT_RELATION: dict[str, str] = {
-    "symmetric_distance": "add_remove",
-    "insert_delete_distance": "add_remove",
-    "change_distance": "replace_one",
-    "hamming_distance": "replace_one",
-    "absolute_distance": "value",
-    "l1_distance": "one_differ",
-    "l2_distance": "one_differ",
-    "linf_distance": "score_linf",
-    "linf_monotone_distance": "score_monotone",
-    "discrete_distance": "local",
-}
+class _MetricTable(Mapping[str, Any]):
+    """A table read off the registered relations on first use (each relation module declares its
+    ``default_for`` and ``finite_under`` metrics), so a relation added later takes part in privacy
+    maps with no edit here."""
 
-#: Relations whose generated pairs are at a finite distance under each metric.
-_COMPATIBLE: dict[str, tuple[str, ...]] = {
-    "symmetric_distance": ("add_remove", "replace_one"),
-    "insert_delete_distance": ("add_remove", "replace_one"),
-    "change_distance": ("replace_one",),
-    "hamming_distance": ("replace_one",),
-    "absolute_distance": ("value", "bit"),
-    "l1_distance": ("one_differ", "score_linf", "score_monotone"),
-    "l2_distance": ("one_differ", "score_linf", "score_monotone"),
-    "linf_distance": ("score_linf", "score_monotone", "one_differ"),
-    "linf_monotone_distance": ("score_monotone", "one_differ"),
-}
+    def __init__(self, build: Callable[[], dict[str, Any]]) -> None:
+        self._build, self._key, self._table = build, None, {}
+
+    def _get(self) -> dict[str, Any]:
+        key = relation_names()  # rebuilt when a relation is registered after first use
+        if key != self._key:
+            self._key, self._table = key, self._build()
+        return self._table
+
+    def __getitem__(self, metric: str) -> Any:
+        return self._get()[metric]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+
+def _relations() -> list[Relation]:
+    return [get(name) for name in relation_names()]
+
+
+def _defaults() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for rel in _relations():
+        for metric in rel.default_for:
+            table.setdefault(metric, rel.name)
+    return table
+
+
+def _finite() -> dict[str, tuple[str, ...]]:
+    table: dict[str, list[str]] = {m: [] for m in INPUT_METRICS}
+    for rel in _relations():
+        for metric in rel.finite_under:
+            table.setdefault(metric, []).append(rel.name)
+    default = _defaults()
+    # the default relation first: error messages list it first
+    return {m: tuple(sorted(rels, key=lambda r: r != default.get(m))) for m, rels in table.items()}
+
+
+#: The neighbour relation whose pair generators a metric uses by default (each relation's ``default_for``).
+DEFAULT_RELATION: Mapping[str, str] = _MetricTable(_defaults)
+
+#: Relations whose generated pairs are at a finite distance under each metric (each relation's ``finite_under``).
+_COMPATIBLE: Mapping[str, tuple[str, ...]] = _MetricTable(_finite)
 
 
 def _compatible(metric: str) -> tuple[str, ...]:
-    """The relations whose generated pairs are at a finite distance under ``metric`` (under the
-    discrete distance: every relation but ``privacy_unit``, whose units are compared as records)."""
-    if metric == "discrete_distance":
-        return tuple(r for r in neighbour_relations() if r not in ("privacy_unit",))
+    """The relations whose generated pairs are at a finite distance under ``metric``."""
     return _COMPATIBLE[metric]
 
 

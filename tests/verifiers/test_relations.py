@@ -201,3 +201,28 @@ def test_a_registered_relation_is_claimable_checked_and_generated(monkeypatch):
         V.check_neighbours(1, 2, claim)
     m = V.wrap(lambda d, n, r: float(d) + r.laplace(size=n), epsilon=1.0, neighbours="same_parity")
     assert [p.label for p in V.pairs_for(m)] == ["evens", "odds"]
+
+
+class _ParityMetric(_Parity):
+    """The test relation again, declared usable by privacy maps over the absolute distance."""
+
+    name = "same_parity_map"
+    metric = "absolute_distance"
+    finite_under = ("absolute_distance",)
+
+
+def test_a_registered_relations_metrics_reach_privacy_maps(monkeypatch):
+    # the metric tables of verifiers.claims are read off the registry: no edit there for a new relation
+    monkeypatch.setattr(mech_base, "_REGISTERED", [])
+    monkeypatch.setattr(registry, "_RELATIONS", dict(registry._RELATIONS))
+    monkeypatch.setattr(registry, "_FAMILIES", dict(registry._FAMILIES))
+    with pytest.raises(ValueError, match="neighbours"):
+        C.map_claim(lambda d: float(d), "absolute_distance", neighbours="same_parity_map")
+    R.register(_ParityMetric())
+    assert C._compatible("absolute_distance") == ("value", "bit", "same_parity_map")
+    assert C.DEFAULT_RELATION["absolute_distance"] == "value"
+    claim = C.map_claim(lambda d: float(d), "absolute_distance", neighbours="same_parity_map")
+    assert claim.neighbours == "same_parity_map"
+    m = V.wrap(lambda d, n, r: float(d) + r.laplace(size=n), privacy_map=lambda d: float(d),
+               input_metric="absolute_distance", neighbours="same_parity_map")
+    assert [p.label for p in V.pairs_for(m)] == ["evens", "odds"]

@@ -13,6 +13,8 @@ from dpharness.verifiers.relations.records import record_pair
 class AddRemove(RecordEdit):
     name = "add_remove"
     metric = "symmetric_distance"
+    default_for = ("symmetric_distance", "insert_delete_distance")
+    finite_under = ("symmetric_distance", "insert_delete_distance", "discrete_distance")
     adds = True
 
     def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:

@@ -41,6 +41,11 @@ class Relation:
     #: the input metric (:data:`verifiers.claims.INPUT_METRICS`) under which neighbours are at distance
     #: 1 (one unit of sensitivity), or None
     metric: ClassVar[str | None] = None
+    #: the input metrics whose privacy maps use this relation's pairs by default (``metric`` first)
+    default_for: ClassVar[tuple[str, ...]] = ()
+    #: every input metric under which this relation's pairs are at a finite distance, so a privacy
+    #: map over that metric may be audited on them (``default_for`` among them)
+    finite_under: ClassVar[tuple[str, ...]] = ()
     #: the generator families this relation brings (``family`` among them), by family name; a
     #: family another relation brings is reused by listing its generator here too
     generators: ClassVar[dict[str, Generator]] = {}

@@ -17,6 +17,7 @@ class Bit(Relation):
     name = "bit"
     family = "bits"
     metric = "absolute_distance"
+    finite_under = ("absolute_distance", "discrete_distance")
     generators = {"bits": bit_pairs}
 
     def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:

@@ -31,6 +31,8 @@ class Local(Relation):
     name = "local"
     family = "local"
     metric = "discrete_distance"
+    default_for = ("discrete_distance",)
+    finite_under = ("discrete_distance",)
     generators = {"local": local_pairs}
 
     def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:

@@ -56,6 +56,8 @@ class OneDiffer(Relation):
     name = "one_differ"
     family = "histograms"
     metric = "l1_distance"
+    default_for = ("l1_distance", "l2_distance")
+    finite_under = ("l1_distance", "l2_distance", "linf_distance", "linf_monotone_distance", "discrete_distance")
     generators = {"histograms": histogram_pairs}
 
     def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:

@@ -13,6 +13,8 @@ from dpharness.verifiers.relations.records import record_pair
 class ReplaceOne(RecordEdit):
     name = "replace_one"
     metric = "change_distance"
+    default_for = ("change_distance", "hamming_distance")
+    finite_under = ("symmetric_distance", "insert_delete_distance", "change_distance", "hamming_distance", "discrete_distance")
     adds = False
 
     def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:

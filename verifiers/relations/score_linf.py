@@ -91,6 +91,8 @@ class ScoreLinf(Relation):
     name = "score_linf"
     family = "scores"
     metric = "linf_distance"
+    default_for = ("linf_distance",)
+    finite_under = ("l1_distance", "l2_distance", "linf_distance", "discrete_distance")
     generators = {"scores": score_pairs}
     #: every entry moves in the same direction
     monotone = False

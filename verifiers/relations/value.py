@@ -48,6 +48,8 @@ class Value(Relation):
     name = "value"
     family = "values"
     metric = "absolute_distance"
+    default_for = ("absolute_distance",)
+    finite_under = ("absolute_distance", "discrete_distance")
     generators = {"values": value_pairs}
 
     def why_not_relation(self, d1: Any, d2: Any, claim: Any) -> str | None:
