@@ -62,6 +62,7 @@ from scipy import stats
 
 from dpharness.mechanisms.contracts import HasDistribution, is_finite
 from dpharness.verifiers import bounds
+from dpharness.verifiers.losses.canonical import canonical
 from dpharness.verifiers.events import TAIL_KEEP, THRESHOLD_CAP, finite_candidates, real_candidates, threshold_gap
 from dpharness.verifiers.statistical.batch import ALPHA_SPLITS, DEFAULT_SELECTION, selection_score, shrink_level
 
@@ -146,17 +147,18 @@ def _law_functions(mechanism: Any, data: Any) -> tuple[Callable, list[float]]:
             raise ValueError(f"audit_power needs an exact law: {type(mechanism).__name__} has neither "
                              "distribution(data) nor cdf(data, y)")
         return (lambda y: np.asarray(mechanism.cdf(data, y), dtype=np.float64)), []
-    law = mechanism.distribution(data)
-    kind = getattr(law, "law", "")
-    if kind == "grid_runs" and int(np.sum(law.count)) == 1:
-        v = float(law.values(law.first[0]))
-        return (lambda y, v=v: (np.asarray(y, dtype=np.float64) >= v).astype(np.float64)), [v]
-    if kind == "location_scale":
-        atoms = [float(law.lower), float(law.upper)] if law.clipped else []
-        return (lambda y: np.asarray(law.cdf(y), dtype=np.float64)), atoms
-    if kind == "piecewise":
-        return (lambda y: np.asarray(law.cdf(y), dtype=np.float64)), []
-    raise ValueError(f"audit_power needs a continuous law, a point mass or a clipped location-scale law, got {law!r}")
+    try:
+        form = canonical(mechanism.distribution(data))  # the one canonical form exact mode compares
+    except ValueError:
+        form = None
+    if form is not None:
+        v = form.point_mass
+        if v is not None:
+            return form.cdf, [v]
+        if form.grid is None:
+            return form.cdf, [float(a) for a in form.atoms]
+    raise ValueError(f"audit_power needs a continuous law, a point mass or a clipped location-scale law, "
+                     f"got {mechanism.distribution(data)!r}")
 
 
 def _levels(n_sel: int, resolution: float, tail: float = 1e-12) -> np.ndarray:

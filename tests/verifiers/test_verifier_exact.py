@@ -170,3 +170,32 @@ def test_exact_loss_lives_in_its_own_module():
     from dpharness.verifiers.losses.loss import ExactLoss
 
     assert verifiers.ExactLoss is ExactLoss and verifiers.exact.__module__.endswith(".exact")
+
+
+# -- the canonical form is complete: its CDF, summed from atoms and pieces, is each law's own ----------
+
+def _laws_for_cdf():
+    from dpharness.mechanisms.laws import GridRunsLaw, PiecewiseDensity
+    return {
+        "laplace": LocationScaleLaw(0.3, 1.7, "laplace"),
+        "laplace_clipped": LocationScaleLaw(2.0, 1.0, "laplace", 0.0, 3.5),
+        "cauchy": LocationScaleLaw(-1.0, 0.5, "cauchy"),
+        "cauchy_clipped": LocationScaleLaw(-1.0, 0.5, "cauchy", -4.0, 2.0),
+        "piecewise": PiecewiseDensity.from_log_density([0.0, 1.0, 2.5, 4.0], [0.0, -2.0, 1.0], [0.5, 0.0, -3.0]),
+        "grid": GridRunsLaw.from_log_weights(-2.0, 0.5, [0, 4, 5, 9], [4, 1, 4, 3], [0.0, 1.5, -1.0, 0.3]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_laws_for_cdf()))
+def test_canonical_cdf_from_atoms_and_pieces_is_the_laws_own(name):
+    import dataclasses
+
+    law = _laws_for_cdf()[name]
+    form = canonical(law)
+    bare = dataclasses.replace(form, law=None)  # forced through the atoms and pieces
+    ys = np.concatenate([np.linspace(-8.0, 8.0, 401), form.atoms, np.nextafter(form.atoms, -np.inf)])
+    if form.grid is not None:  # a grid law reads a value within rounding of a grid point as that point
+        ys = np.concatenate([form.atoms, form.atoms + 0.25, [-9.0, 9.0]])
+    # closed-form integrals against the law's own CDF: agreement to rounding (1e-12 absolute)
+    np.testing.assert_allclose(bare.cdf(ys), law.cdf(ys), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(form.cdf(ys), np.asarray(law.cdf(ys), dtype=np.float64))

@@ -70,6 +70,62 @@ class Canonical:
     pieces: tuple[_Piece, ...] = ()
     grid: Any = None
     source: str = ""
+    #: the law this form was read from (its own ``cdf``, where it has one, is used as is)
+    law: Any = None
+
+    @property
+    def atoms(self) -> np.ndarray:
+        """The output values with positive mass (a grid law's points, enumerated)."""
+        if self.grid is not None:
+            return _grid_atoms(self.grid).atom_values
+        return self.atom_values
+
+    @property
+    def point_mass(self) -> float | None:
+        """The one output of a law concentrated on one value, else None."""
+        if self.grid is not None:
+            g = self.grid
+            return float(g.values(g.first[0])) if int(np.sum(g.count)) == 1 else None
+        if not self.pieces and self.atom_values.size == 1:
+            return float(self.atom_values[0])
+        return None
+
+    def cdf(self, y: Any) -> np.ndarray:
+        """P[Y <= y], vectorised over ``y``: the law's own CDF where it has one (the one the
+        mechanism's sampler inverts), else summed from the atoms and the pieces in closed form."""
+        y = np.asarray(y, dtype=np.float64)
+        v = self.point_mass
+        if v is not None:
+            return (y >= v).astype(np.float64)
+        if self.law is not None and callable(getattr(self.law, "cdf", None)):
+            return np.asarray(self.law.cdf(y), dtype=np.float64)
+        if self.grid is not None:
+            return _grid_atoms(self.grid).cdf(y)
+        out = np.zeros(y.shape, dtype=np.float64)
+        vals = np.asarray(self.atom_values, dtype=np.float64)
+        for value, lp in zip(vals, self.atom_logp):
+            out += np.where(y >= value, math.exp(lp), 0.0)
+        for piece in self.pieces:
+            out += _piece_mass_below(piece, y)
+        return np.clip(out, 0.0, 1.0)
+
+
+def _piece_mass_below(piece: _Piece, y: np.ndarray) -> np.ndarray:
+    """The mass of ``piece`` on (-inf, y], vectorised (closed forms of :meth:`_Piece.log_mass`)."""
+    t = np.clip(y, piece.lo, piece.hi)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if piece.cauchy:
+            lo = math.atan((piece.lo - piece.mu) / piece.b) if math.isfinite(piece.lo) else -math.pi / 2
+            hi = np.arctan((t - piece.mu) / piece.b)
+            return np.maximum(math.exp(piece.c) / piece.b * (hi - lo), 0.0)
+        s = piece.s
+        if not math.isfinite(piece.lo):  # s > 0 (the piece's log_mass refuses anything else)
+            m = np.exp(piece.c + s * (t - piece.x0)) / s
+        else:
+            w = t - piece.lo
+            m = np.where(w > 0, np.exp(piece.c + s * (piece.lo - piece.x0) + np.log(np.maximum(w, 1e-300))
+                                       + log_expm1_ratio(s * w)), 0.0)
+        return np.where(np.isnan(m), 0.0, m)
 
 
 def _atoms_only(values: Any, logp: Any, source: str) -> Canonical:
@@ -111,7 +167,7 @@ def canonical(law: Any) -> Canonical:
                 continue
             c = float(lm[j] - math.log(w[j]) - float(log_expm1_ratio(np.array(sl[j] * w[j]))))
             pieces.append(_Piece(float(e[j]), float(e[j + 1]), False, c, float(sl[j]), float(e[j])))
-        return Canonical(empty, empty, tuple(pieces), source="piecewise")
+        return Canonical(empty, empty, tuple(pieces), source="piecewise", law=law)
     if kind == "location_scale":
         mu, b = float(law.loc), float(law.scale)
         clipped = bool(getattr(law, "clipped", law.lower is not None and law.upper is not None))
@@ -133,10 +189,10 @@ def canonical(law: Any) -> Canonical:
             vals = np.array([lo, hi]) if hi > lo else np.array([lo])
             lps = np.array([la, lb]) if hi > lo else np.array([0.0])
             keep = np.isfinite(lps)
-            return Canonical(vals[keep], lps[keep], tuple(pieces), source="location_scale")
-        return Canonical(empty, empty, tuple(pieces), source="location_scale")
+            return Canonical(vals[keep], lps[keep], tuple(pieces), source="location_scale", law=law)
+        return Canonical(empty, empty, tuple(pieces), source="location_scale", law=law)
     if kind == "grid_runs":
-        return Canonical(empty, empty, (), grid=law, source="grid_runs")
+        return Canonical(empty, empty, (), grid=law, source="grid_runs", law=law)
     raise ValueError(f"exact mode needs a law with law in {LAW_KINDS}, got {law!r}")
 
 
