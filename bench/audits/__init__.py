@@ -16,9 +16,8 @@ experiment kind ``audit`` (:mod:`bench.experiments.audit`), with its resume, man
 * :mod:`bench.audits.plots` -- figures;
 * :mod:`bench.audits.machine` -- the ``--json`` / ``--junit`` verdicts.
 
-The ``dpharness audit`` command is :mod:`bench.cli.audit`. Besides configs:
-:mod:`bench.audits.float_registry` -- the float audit of every registered mechanism
-(``dpharness float-audit``).
+The ``dpharness audit`` command is :mod:`bench.cli.audit`. The float audit of every registered
+mechanism (``dpharness float-audit``) is the experiment kind :mod:`bench.experiments.float_audit`.
 """
 
 from dpharness.bench.audits.spec import AuditSet, AuditSpec, TargetSpec

@@ -100,11 +100,21 @@ def test_regress_power_is_a_sub_command_and_python_m_still_works(capsys):
     assert bad.stderr.strip() == "python -m dpharness.bench.regress power: --power must be in (0, 1), got 2.0"
 
 
-def test_float_audit_is_a_command(capsys):
-    assert cli.main(["float-audit", "exponential", "snapping", "--budget", "20000"]) == 0
+def test_float_audit_is_a_command(capsys, tmp_path):
+    argv = ["float-audit", "exponential", "snapping", "--budget", "20000", "--out", str(tmp_path)]
+    assert cli.main(argv) == 0
     out, err = capsys.readouterr()
     assert "| `exponential` | finite |" in out and "| `snapping` |" in out
     assert "budget 20000 calls per search, alpha 0.001, seed 0" in err
+    # a run like any other: the table in the run folder; the same table (times aside) with two workers
+    (run_dir,) = (tmp_path / "float_audit").iterdir()
+    assert (run_dir / "float_audit.md").read_text().startswith(out.strip())
+    assert cli.main([*argv, "--jobs", "2"]) == 0
+    out2, err2 = capsys.readouterr()
+
+    def verdicts(text):
+        return [line.rsplit("|", 2)[0] for line in text.splitlines()]
+    assert verdicts(out2) == verdicts(out) and "3 tasks computed, 0 reused" in err2
     with pytest.raises(SystemExit) as exc:
         cli.main(["float-audit", "no_such_mechanism"])
     assert exc.value.code == 2

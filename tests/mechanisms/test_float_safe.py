@@ -368,10 +368,17 @@ def test_textbook_laplace_is_flagged_on_the_same_pair():
     assert v.violated and v.support_violation
 
 
-def test_float_audit_script_rows():
-    from dpharness.bench.audits.float_registry import float_audit, table
+def test_float_audit_rows():
+    import pandas as pd
 
-    rows = float_audit(["exponential", "snapping"], budget=20_000, seed=0)
-    assert rows[0]["on"] is None and rows[0]["kind"] == "finite"
-    assert rows[1]["on"]["violated"] is False and rows[1]["off"]["calls"] <= 20_000
-    assert "finite output: not applicable" in table(rows)
+    from dpharness.bench.config import load_config
+    from dpharness.bench.experiments import float_audit as fa
+
+    cfg = load_config({"name": "fa", "experiment": "float_audit", "seed": 0, "budget": 20_000,
+                       "mechanisms": ["exponential", "snapping"]})
+    tasks = fa.tasks(cfg.spec)
+    assert [t.params["float_events"] for t in tasks] == ["not applicable", "on", "off"]
+    rows = pd.DataFrame([r for t in tasks for r in fa.run_task(cfg.spec, t, None)])
+    assert rows.loc[0, "kind"] == "finite" and not rows.loc[1, "violated"]
+    assert rows.loc[2, "calls"] <= 20_000
+    assert "finite output: not applicable" in fa.table(rows, cfg.spec.names)

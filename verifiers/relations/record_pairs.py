@@ -51,7 +51,7 @@ def scalar_record_pairs(a: float, b: float, adds: bool, example: np.ndarray | No
         med = (n + 1) // 2 - 1  # lower median index
         if adds:
             for v, vl in ((a, "lower bound"), (b, "upper bound"), (m, "centre"), (b + w, "beyond the upper bound")):
-                out.append(Pair(x, np.sort(np.append(x, v)), f"{lab}; add a record at the {vl}"))
+                out.append(Pair(x, np.sort(np.append(x, v)), f"{lab}; add a record {vl if vl.startswith('beyond') else 'at the ' + vl}"))
             if n >= 2:
                 out.append(Pair(x, np.delete(x, med), f"{lab}; remove the median record"))
                 out.append(Pair(x, np.delete(x, n - 1), f"{lab}; remove the largest record"))
