@@ -119,3 +119,17 @@ def test_float_audit_is_a_command(capsys, tmp_path):
         cli.main(["float-audit", "no_such_mechanism"])
     assert exc.value.code == 2
     assert "unknown mechanism(s) no_such_mechanism; accepted:" in capsys.readouterr().err
+
+
+def test_float_audit_config_validates_and_names_its_mistakes():
+    from dpharness import mechanisms
+    from dpharness.bench.config import ConfigError, load_config
+
+    cfg = load_config(ROOT / "configs" / "float_audit.yaml")
+    assert cfg.spec.budget == 2_000_000 and cfg.spec.names == tuple(mechanisms.available())
+    with pytest.raises(ConfigError) as exc:
+        load_config({"name": "fa", "experiment": "float_audit", "mechanisms": ["snapping", "snaping"], "alpha": 2,
+                     "budgett": 5})
+    text = str(exc.value)
+    assert "mechanisms: unknown mechanism(s) snaping; accepted:" in text
+    assert "alpha: must be in (0, 1)" in text and "budgett: unknown key (did you mean 'budget'?)" in text
