@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -55,7 +55,7 @@ class _MetricTable(Mapping[str, Any]):
     def __getitem__(self, metric: str) -> Any:
         return self._get()[metric]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._get())
 
     def __len__(self) -> int:
