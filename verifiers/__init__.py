@@ -6,6 +6,7 @@
   neighbour relations, one module each, in :mod:`verifiers.relations`), with one certification
   for the whole search.
 * :func:`exact` -- exact privacy loss from a mechanism's exact law (:mod:`verifiers.exact`).
+* :func:`replay` -- certify a recorded witness again on the very draws it was certified on.
 * :func:`wrap` -- make any ``fn(data, size, rng)`` auditable (:mod:`verifiers.wrap`).
 * :mod:`verifiers.zoo` -- deliberately broken mechanisms and their correct twins.
 * :mod:`verifiers.power` -- detection probabilities by computation.
@@ -17,7 +18,7 @@ from dpharness.verifiers.events import Event
 from dpharness.verifiers.losses.exact import ExactLoss, exact
 from dpharness.verifiers.relations import Pair, are_neighbours, check_neighbours, pairs_for
 from dpharness.verifiers.statistical.search import search
-from dpharness.verifiers.statistical.batch import audit
+from dpharness.verifiers.statistical.batch import audit, replay
 from dpharness.verifiers.verdict import Verdict, Witness
 from dpharness.verifiers.wrap import WrappedMechanism, wrap
 from dpharness.verifiers import relations
@@ -42,6 +43,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "audit",
+    "replay",
     "search",
     "exact",
     "wrap",

@@ -24,6 +24,53 @@ def format_data(d: Any, limit: int = 12) -> str:
     return f"[{items}{more}]"
 
 
+def data_to_json(d: Any) -> str:
+    """A dataset of a pair as one line of JSON, every value kept (:func:`data_from_json` reads it
+    back): arrays with their dtype and shape, data frames by columns, scalars and lists as they
+    are; "" for data of any other type (then the witness replays from its pair label only)."""
+    import json
+
+    from dpharness.verifiers.events.core import to_plain
+
+    try:
+        if hasattr(d, "columns") and hasattr(d, "dtypes"):  # a pandas DataFrame of records as rows
+            spec: Any = {"frame": {str(c): to_plain(np.asarray(d[c])) for c in d.columns},
+                         "dtypes": {str(c): str(t) for c, t in d.dtypes.items()}}
+        elif isinstance(d, np.ndarray) and d.dtype != object:
+            spec = {"array": to_plain(d), "dtype": d.dtype.str, "shape": list(d.shape)}
+        elif isinstance(d, (bool, int, float, str, np.generic)) or d is None:
+            spec = {"value": to_plain(d)}
+        elif isinstance(d, (list, tuple)):
+            spec = {"list": [json.loads(data_to_json(x)) for x in d]}
+        else:
+            return ""
+        return json.dumps(spec, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):  # values JSON cannot hold (objects, nested frames): no file replay
+        return ""
+
+
+def data_from_json(text: str | dict) -> Any:
+    """The dataset :func:`data_to_json` wrote."""
+    import json
+
+    import pandas as pd
+
+    spec = json.loads(text) if isinstance(text, str) else text
+
+    def num(v: Any) -> Any:
+        if isinstance(v, list):
+            return [num(x) for x in v]
+        return float(v["float"]) if isinstance(v, dict) and set(v) == {"float"} else v
+
+    if "frame" in spec:
+        return pd.DataFrame({c: np.asarray(num(v)).astype(spec["dtypes"][c]) for c, v in spec["frame"].items()})
+    if "array" in spec:
+        return np.asarray(num(spec["array"]), dtype=np.dtype(spec["dtype"])).reshape(spec["shape"])
+    if "list" in spec:
+        return [data_from_json(x) for x in spec["list"]]
+    return num(spec["value"])
+
+
 @dataclass(frozen=True, eq=False)
 class Witness:
     """Everything needed to replay a certification in CI (docs/auditing.md, "API").
@@ -31,8 +78,11 @@ class Witness:
     ``direction`` is ``"d1>d2"`` when the bound is on ln P[M(d1) in E] / P[M(d2) in E] and
     ``"d2>d1"`` otherwise. ``counts`` are the certification counts (under d1, under d2) out of
     ``draws`` certification draws (Poisson with mean ``samples`` per dataset);
-    ``selection_counts`` those of the selection split out of ``selection_samples`` per dataset. Replay: ``audit(mech, d1, d2, samples=samples, event=event,
-    rng=seed)`` draws the very same certification samples.
+    ``selection_counts`` those of the selection split out of ``selection_samples`` per dataset.
+    Replay: ``verifiers.replay(mech, d1, d2, event=event, direction=direction, samples=samples,
+    seed=seed, key=key, chunked=chunked)`` draws the very same certification samples (for a
+    one-pair audit, ``key`` is (0,) and ``audit(mech, d1, d2, samples=samples, event=event,
+    rng=seed)`` does too).
     """
 
     d1: Any
@@ -47,6 +97,10 @@ class Witness:
     alpha_split: tuple[float, float] = (0.0, 0.0)
     pair_label: str = ""
     draws: tuple[int, int] = (0, 0)
+    #: the key of the certification's draw streams under ``seed`` (a search's: the pair's index) and
+    #: whether they were drawn in keyed chunks (``jobs=``): :func:`verifiers.replay` needs both
+    key: tuple[int, ...] = (0,)
+    chunked: bool = False
 
     def __str__(self) -> str:
         num, den = ("d1", "d2") if self.direction == "d1>d2" else ("d2", "d1")
@@ -140,6 +194,12 @@ class Verdict:
             "cert_draws_d1": w.draws[0] if w else 0,
             "cert_draws_d2": w.draws[1] if w else 0,
             "witness_seed": str(w.seed) if w else "",
+            # the witness in full, for a replay from the files (the columns above are for reading)
+            "witness_key": " ".join(str(int(k)) for k in w.key) if w else "",
+            "witness_chunked": bool(w.chunked) if w else False,
+            "event_json": w.event.to_json() if w else "",
+            "d1_json": data_to_json(w.d1) if w else "",
+            "d2_json": data_to_json(w.d2) if w else "",
         }
 
 

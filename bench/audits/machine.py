@@ -18,6 +18,7 @@ did not run to its summary (usage error, interruption).
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import pandas as pd
 
 from dpharness.bench.report.verdicts import JUnitCase, jsonable, run_manifest, verdict_block, write_json, write_junit
 from dpharness.bench.audits import report as _report
+from dpharness.bench.audits.replay import python_line
 
 __all__ = ["SCHEMA", "audit_document", "audit_junit_cases", "write_audit_outputs"]
 
@@ -53,8 +55,11 @@ def replay_command(config_path: str, seed: int, quick: bool) -> str:
                     + (["--quick"] if quick else []))
 
 
-def _witness(rows: pd.DataFrame, replay: str) -> dict[str, Any] | None:
-    """The witness of one audit row: the first repeat with a certified violation, else the first repeat."""
+def _witness(rows: pd.DataFrame, replay: str, run_dir: Any = None, config_path: str | None = None
+             ) -> dict[str, Any] | None:
+    """The witness of one audit row: the first repeat with a certified violation, else the first repeat.
+    ``event`` and ``d1``/``d2`` are for reading; ``event_spec``, ``d1_data``, ``d2_data``, ``key`` and
+    ``chunked`` hold the witness in full, and ``replay.python`` replays it from the run folder."""
     if rows.empty:
         return None
     viol = rows[rows["violated"].map(_flag)] if "violated" in rows else rows.iloc[:0]
@@ -70,14 +75,28 @@ def _witness(rows: pd.DataFrame, replay: str) -> dict[str, Any] | None:
     for k in ("witness_seed", "spawn_key", "root_seed"):
         if w.get(k) is not None:
             w[k] = str(int(float(w[k]))) if isinstance(w[k], float) else str(w[k])
+    full = {}
+    for col, key in (("event_json", "event_spec"), ("d1_json", "d1_data"), ("d2_json", "d2_data")):
+        text = r.get(col)
+        full[key] = json.loads(text) if isinstance(text, str) and text else None
+    w.update(full)
+    key = r.get("witness_key")
+    w["key"] = [int(k) for k in str(key).split()] if isinstance(key, str) and key.strip() else None
+    w["chunked"] = _flag(r.get("witness_chunked")) if r.get("witness_chunked") is not None else None
     seed = w.get("witness_seed")
-    event = w.get("event")
+    replayable = bool(seed and full["event_spec"] is not None and full["d1_data"] is not None
+                      and full["d2_data"] is not None and run_dir is not None and not _has(r, "sequential_looks"))
     w["replay"] = {
         "command": replay,
-        "python": (f"verifiers.audit(mech, d1, d2, samples={w.get('cert_samples')}, event=<{event}>, "
-                   f"direction={w.get('direction')!r}, rng={seed})") if seed and event else None,
+        "python": python_line(run_dir, str(r.get("audit")), int(float(r.get("samples"))), config_path)
+        if replayable else None,
     }
     return w
+
+
+def _has(r: pd.Series, col: str) -> bool:
+    v = r.get(col)
+    return v is not None and not (isinstance(v, float) and math.isnan(v)) and str(v) != ""
 
 
 def _row_failures(a: Any, t: pd.Series, top_samples: int) -> list[str]:
@@ -97,7 +116,7 @@ def _row_failures(a: Any, t: pd.Series, top_samples: int) -> list[str]:
     return out
 
 
-def _audit_rows(res: Any, replay: str) -> list[dict[str, Any]]:
+def _audit_rows(res: Any, replay: str, config_path: str | None = None) -> list[dict[str, Any]]:
     spec = res.config.spec
     results = res.results
     table = res.summary.table
@@ -127,7 +146,7 @@ def _audit_rows(res: Any, replay: str) -> list[dict[str, Any]]:
             rows = ok[(ok["audit"] == a.id) & (ok["samples"] == s)] if len(ok) else ok
             out.append({"audit": a.id, "samples": s, "expect": a.expect, "mechanism": numbers.pop("mechanism", None),
                         "passed": not failures, "failures": failures, "numbers": numbers,
-                        "witness": _witness(rows, replay)})
+                        "witness": _witness(rows, replay, res.run_dir, config_path)})
     return out
 
 
@@ -142,7 +161,7 @@ def audit_document(res: Any, exit_code: int, config_path: str) -> dict[str, Any]
         targets = _report.evaluate_targets(spec, res.results, None)
     capped = spec.max_samples is not None or spec.max_repeat is not None
     replay = replay_command(config_path, cfg.seed, cfg.quick)
-    rows = _audit_rows(res, replay)
+    rows = _audit_rows(res, replay, config_path)
     try:
         run_manifest_doc = json.loads((Path(res.run_dir) / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -115,12 +115,15 @@ def _replay(v: Any, built: str, nodeid: str | None, origin: str, session: Sessio
         else:
             out.append(f"replay in pytest:  not reproducible as written (rng=None draws fresh entropy); "
                        f"pass rng={w.seed} to assert_dp")
-    d1, d2, ev = _data_code(w.d1), _data_code(w.d2), _event_code(w.event)
-    call = (f"verifiers.audit(mech, {d1 or 'd1'}, {d2 or 'd2'}, samples={w.samples}, "
-            f"event={ev or 'verdict.witness.event'}, direction={w.direction!r}, rng={w.seed}, "
-            f"alpha={v.alpha!r})")
-    how = ("on the same certification draws" if v.pairs_tried == 1
-           else "on fresh draws: the search certified it on draws keyed by the pair's index")
+    d1, d2 = _data_code(w.d1), _data_code(w.d2)
+    ev = _event_code(w.event) or f"verifiers.Event.from_json({w.event.to_json()!r})"
+    if v.pairs_tried == 1 and tuple(w.key) == (0,) and not w.chunked:
+        call = (f"verifiers.audit(mech, {d1 or 'd1'}, {d2 or 'd2'}, samples={w.samples}, "
+                f"event={ev}, direction={w.direction!r}, rng={w.seed}, alpha={v.alpha!r})")
+    else:  # a search's pair has a draw stream of its own: replay names its key
+        call = (f"verifiers.replay(mech, {d1 or 'd1'}, {d2 or 'd2'}, event={ev}, direction={w.direction!r}, "
+                f"samples={w.samples}, seed={w.seed}, key={tuple(w.key)!r}, chunked={w.chunked!r}, alpha={v.alpha!r})")
+    how = "on the same certification draws"
     *imports, expr = built.split("\n")  # built_code puts the function's import first when it has one
     out += [f"replay in Python (certifies the witness event again, {how}):",
             "    import math; from dpharness import verifiers",

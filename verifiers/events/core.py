@@ -9,6 +9,7 @@ with its own ``contains`` and ``describe``; ``Event(kind, ...)`` builds the subc
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -17,7 +18,8 @@ import numpy as np
 
 from dpharness.verifiers.projection import Projection
 
-__all__ = ["Event", "LabelEvent", "Candidates", "concat", "empty", "event_kinds", "event_class"]
+__all__ = ["Event", "LabelEvent", "Candidates", "concat", "empty", "event_kinds", "event_class", "to_plain",
+           "from_plain"]
 
 #: kind -> the Event subclass that implements it (filled as the family modules define their classes).
 _CLASSES: dict[str, type[Event]] = {}
@@ -41,6 +43,34 @@ def event_class(kind: str) -> type[Event]:
     if cls is None:
         raise ValueError(f"event kind must be one of {', '.join(_CLASSES)}, got {kind!r}")
     return cls
+
+
+def to_plain(x: Any) -> Any:
+    """``x`` as JSON values, losslessly: tuples and arrays as lists, numpy scalars as Python ones,
+    non-finite floats as ``{"float": "inf"}`` (``"-inf"``, ``"nan"``: JSON has no such numbers, and a
+    bare string would be confused with a string label); a float keeps every bit (``json`` writes the
+    shortest repr that reads back to the same double)."""
+    if isinstance(x, np.ndarray):
+        return [to_plain(v) for v in x.tolist()]
+    if isinstance(x, (tuple, list)):
+        return [to_plain(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        f = float(x)
+        return f if math.isfinite(f) else {"float": "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")}
+    return x
+
+
+def from_plain(x: Any) -> Any:
+    """The inverse of :func:`to_plain` for event fields: lists as tuples, ``{"float": ...}`` as floats."""
+    if isinstance(x, list):
+        return tuple(from_plain(v) for v in x)
+    if isinstance(x, dict) and set(x) == {"float"}:
+        return float(x["float"])
+    return x
 
 
 @dataclass(frozen=True, repr=False)
@@ -102,6 +132,25 @@ class Event:
 
     def count(self, y: Any) -> int:
         return int(np.count_nonzero(self.contains(y)))
+
+    def to_json(self) -> str:
+        """The whole event as one line of JSON (every bound, label and projection weight, nothing
+        cut): :meth:`from_json` rebuilds an equal event, so a witness replays from a file."""
+        spec = {f.name: to_plain(getattr(self, f.name)) for f in fields(self) if f.name != "projection"}
+        if self.projection is not None:
+            spec["projection"] = {f.name: to_plain(getattr(self.projection, f.name)) for f in fields(self.projection)}
+        return json.dumps(spec, separators=(",", ":"), allow_nan=False)
+
+    @staticmethod
+    def from_json(text: str | dict) -> Event:
+        """The event :meth:`to_json` wrote (a JSON string or the parsed mapping)."""
+        spec = dict(json.loads(text) if isinstance(text, str) else text)
+        proj = spec.pop("projection", None)
+        kwargs = {k: from_plain(v) for k, v in spec.items()}
+        if proj is not None:
+            kwargs["projection"] = Projection(**{k: from_plain(v) for k, v in proj.items()})
+        kind = kwargs.pop("kind")
+        return Event(kind, **kwargs)
 
     @classmethod
     def at(cls, cand: Candidates, i: int) -> Event:

@@ -40,10 +40,10 @@ from dpharness.verifiers import bounds
 from dpharness.verifiers.events import Candidates, Event, build_candidates, event_families, registry, resolve_events
 from dpharness.verifiers.events.families import FLOATS, check_events, check_float_events, mechanism_families
 from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
-from dpharness.verifiers.statistical.parallel import sample_count_pair, sample_draws_pair
+from dpharness.verifiers.statistical.parallel import active, sample_count_pair, sample_draws_pair, sampling
 from dpharness.verifiers.verdict import Verdict, Witness, summarize
 
-__all__ = ["audit", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
+__all__ = ["audit", "replay", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
            "best_choice", "certify", "resolve_float_events", "resolve_events", "candidates_for", "detectable_epsilon",
            "check_samples", "check_selection", "count_draws", "CHUNK_BYTES"]
 
@@ -285,7 +285,7 @@ def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: E
     w = Witness(d1=d1, d2=d2, direction=direction, event=event, counts=(k1, k2), samples=n_cert, seed=seed,
                 selection_counts=(choice.c1, choice.c2) if choice else (0, 0),
                 selection_samples=choice.n_sel if choice else 0, alpha_split=(alpha1, alpha2), pair_label=label,
-                draws=(n1, n2))
+                draws=(n1, n2), key=tuple(int(k) for k in key), chunked=active() is not None)
     fields = dict(
         epsilon_claimed=eps_c, delta_claimed=dl_c, epsilon_lower=eps_lb, epsilon_estimate=float(est),
         delta_lower=dl_lb, violated=violated, witness=w, support_violation=support,
@@ -454,6 +454,35 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)
     return certify(mechanism, d1, d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=n_cert,
                    alpha1=a1, alpha2=a2, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, alpha=alpha)
+
+
+def replay(mechanism: Any, d1: Any, d2: Any, *, event: Event, direction: str, samples: int, seed: int,
+           key: tuple[int, ...] = (0,), chunked: bool = False, alpha: float = 0.05) -> Verdict:
+    """Certify a recorded witness again on the very draws it was certified on.
+
+    ``event``, ``direction``, ``samples`` (the Poisson mean of the certification draws), ``seed``,
+    ``key`` and ``chunked`` are the :class:`Witness` fields of the same names (in a run's files:
+    ``event_json``, ``direction``, ``cert_samples``, ``witness_seed``, ``witness_key``,
+    ``witness_chunked``). The counts are the witness's whenever ``mechanism`` draws from the
+    generator it is given (an unseedable library draws afresh); the bound is the one these counts
+    give at ``alpha`` with no selection, which for a search's witness differs from the recorded one
+    by the search's split of alpha.
+    """
+    if direction not in ("d1>d2", "d2>d1"):
+        raise ValueError(f"direction must be 'd1>d2' or 'd2>d1', got {direction!r}")
+    samples = check_samples(samples)
+    dl_c = float(mechanism.claim.delta)
+    a1, a2 = (alpha, 0.0) if dl_c == 0.0 else (alpha / 2, alpha / 2)
+    key = tuple(int(k) for k in key)
+
+    def go() -> Verdict:
+        return certify(mechanism, d1, d2, choice=None, event=event, direction=direction, n_cert=samples, alpha1=a1,
+                       alpha2=a2, seed=int(seed), key=key, calls_so_far=0, pairs_tried=1, alpha=alpha)
+
+    if chunked and active() is None:
+        with sampling(1):  # keyed chunks: the same draws on any number of workers, so one will do
+            return go()
+    return go()
 
 
 def _with_calls(v: Verdict, calls: int) -> Verdict:
