@@ -18,7 +18,11 @@ that has its own) is a :class:`CallableError`, reported by :func:`check` as a co
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import sys
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -134,15 +138,93 @@ def _param_path(exc: Exception, params: dict) -> str:
 
 #: Draws of the probe of user code on each checked dataset (a shape check needs more than one).
 PROBE_DRAWS = 3
+#: Seconds one probe call of user code (``callable:``, ``library:``) may take while a config is
+#: checked (``validate``, and ``audit``/``run`` before a run folder exists): a call that sleeps or
+#: loops forever is reported instead of hanging. The environment variable
+#: ``DPHARNESS_CALL_TIMEOUT`` sets it (seconds; 0: no limit).
+CALL_TIMEOUT = 5.0
+
+
+def call_timeout() -> float:
+    """``DPHARNESS_CALL_TIMEOUT`` as seconds >= 0 (a value that is not one is said once and ignored)."""
+    return _call_timeout(os.environ.get("DPHARNESS_CALL_TIMEOUT"))
+
+
+@functools.lru_cache(maxsize=8)
+def _call_timeout(raw: str | None) -> float:
+    if raw is None or raw.strip() == "":
+        return CALL_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        print(f"warning: DPHARNESS_CALL_TIMEOUT must be a number of seconds >= 0 (0: no limit), got {raw!r}; "
+              f"using {CALL_TIMEOUT:g}", file=sys.stderr)
+        return CALL_TIMEOUT
+    return value
+
+
+_HUNG = "did not return within"
+
+
+class CallTimeout(BaseException):
+    """A probe call of user code that did not return within :func:`call_timeout` seconds (a
+    BaseException, so that no ``except Exception`` of a pair generator takes it for a refusal of
+    one dataset and waits again on the next)."""
+
+
+def _limit_calls(mech: Any, seconds: float) -> None:
+    """Make every ``sample`` call of the checked ``mech`` (a fresh object, used only by the check)
+    raise :class:`CallTimeout` after ``seconds``."""
+    if seconds <= 0:
+        return
+    sample = mech.sample
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        return _timed(lambda: sample(*args, **kwargs), seconds)
+
+    try:
+        object.__setattr__(mech, "sample", limited)
+    except (AttributeError, TypeError):  # a mechanism with __slots__: its calls are not limited
+        pass
+
+
+def _timed(fn: Any, seconds: float) -> Any:
+    """``fn()``, or :class:`CallTimeout` after ``seconds`` (0: no limit). The call runs in a daemon
+    thread: Python cannot stop it, but it no longer holds the command, which exits normally."""
+    if seconds <= 0:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the caller's thread, SystemExit included
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name="dpharness-probe")
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise CallTimeout(seconds)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _accepts(mech: Any, data: Any, user_code: bool = False) -> str | None:
     """None when ``mech`` samples on ``data``, else why not (any exception of user code). User code
     is probed with :data:`PROBE_DRAWS` draws, so that one returning one value whatever ``size``, one
-    value too few or ragged rows fails here and not after the run folder exists."""
+    value too few or ragged rows fails here and not after the run folder exists; each probe call of
+    user code may take :func:`call_timeout` seconds."""
     caught = Exception if user_code else (ValueError, TypeError, IndexError)
+    size = PROBE_DRAWS if user_code else 1
     try:
-        mech.sample(data, size=PROBE_DRAWS if user_code else 1, rng=0)
+        mech.sample(data, size=size, rng=0)
+    except CallTimeout as exc:
+        return (f"one call sample(data, size={size}, rng) {_HUNG} {exc.args[0]:g} s "
+                "(DPHARNESS_CALL_TIMEOUT sets the limit; 0: none)")
     except caught as exc:
         return f"{type(exc).__name__}: {exc}" if user_code else str(exc)
     except SystemExit as exc:  # user code that exits must not end validate/audit with its status
@@ -205,9 +287,15 @@ def check(aset: AuditSet) -> None:
         except (ValueError, TypeError) as exc:
             err(a, _param_path(exc, params), f"cannot build the mechanism: {exc}")
             continue
+        if user:
+            _limit_calls(mech, call_timeout())
         if a.pairs == "search":
             try:
                 searched = pairs_for(mech, a.generator)
+            except CallTimeout as exc:
+                err(a, f"mechanism.{user_key}", f"{a.mechanism[user_key]}: one call sample(data, size, rng) on a generated "
+                    f"dataset {_HUNG} {exc.args[0]:g} s (DPHARNESS_CALL_TIMEOUT sets the limit; 0: none)")
+                continue
             except (ValueError, TypeError, AttributeError) as exc:
                 if user and a.generator == "auto":  # no generator was chosen: the user's code is at fault
                     err(a, f"mechanism.{user_key}", f"{a.mechanism[user_key]} cannot be searched: no neighbouring "
@@ -249,10 +337,17 @@ def check(aset: AuditSet) -> None:
                     + (f", sensitivity {mech.claim.sensitivity:g}" if mech.claim.sensitivity is not None else "")
                     + ")")
                 continue
+            hung = False
             for k, d in enumerate((d1, d2)):
                 why = _accepts(mech, d, user_code=user)
+                if why is not None and _HUNG in why:  # the code, not this dataset: said once, not per pair
+                    err(a, f"mechanism.{user_key}", f"{a.mechanism[user_key]} on pairs[{j}][{k}]: {why}")
+                    hung = True
+                    break
                 if why is not None:
                     err(a, f"pairs[{j}][{k}]", f"the mechanism rejects this dataset: {why}")
+            if hung:
+                break
     if missing:
         libs: list[str] = []
         for _, why in missing:
