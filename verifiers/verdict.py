@@ -188,6 +188,7 @@ class Verdict:
             "d2": format_data(w.d2) if w else "",
             "direction": w.direction if w else "",
             "event": str(w.event) if w else "",
+            "event_family": ("floats" if getattr(w.event, "kind", "") == "float" else "real-valued") if w else "",
             "count_d1": w.counts[0] if w else 0,
             "count_d2": w.counts[1] if w else 0,
             "cert_samples": w.samples if w else 0,

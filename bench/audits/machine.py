@@ -34,7 +34,7 @@ __all__ = ["SCHEMA", "audit_document", "audit_junit_cases", "write_audit_outputs
 SCHEMA = "dpharness.audit/1"
 
 #: witness fields copied from a results.csv row (the verifier's ``Verdict.row()`` and the task's seeds)
-WITNESS_FIELDS = ("pair", "d1", "d2", "direction", "event", "count_d1", "count_d2", "cert_draws_d1",
+WITNESS_FIELDS = ("pair", "d1", "d2", "direction", "event", "event_family", "count_d1", "count_d2", "cert_draws_d1",
                   "cert_draws_d2", "cert_samples", "witness_seed", "repeat", "epsilon_lower", "epsilon_estimate",
                   "delta_lower", "violated", "support_violation", "calls", "draws_per_dataset", "task", "root_seed",
                   "spawn_key", "summary")

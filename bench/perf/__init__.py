@@ -27,19 +27,36 @@ as ``skipped: <reason>`` and the rest still runs.
 
 from __future__ import annotations
 
-from dpharness.bench.perf.environment import environment
-from dpharness.bench.perf.figure import plot_scaling
-from dpharness.bench.perf.plan import SECTIONS, BenchInputError, Plan, full_plan, quick_plan
-from dpharness.bench.perf.report import (
-    GOAL_N,
-    GOAL_RATIO,
-    format_goal,
-    format_summary,
-    format_table,
-    median_goal,
-)
-from dpharness.bench.perf.rows import ROW_FIELDS, SCHEMA
-from dpharness.bench.perf.run import output_paths, run_bench
+# Imported on first use (PEP 562): `dpharness bench` checks its options before any section's
+# module, and with them scipy and the peer libraries, is loaded.
+_LAZY = {
+    "environment": "dpharness.bench.perf.environment",
+    "plot_scaling": "dpharness.bench.perf.figure",
+    "SECTIONS": "dpharness.bench.perf.plan",
+    "BenchInputError": "dpharness.bench.perf.plan",
+    "Plan": "dpharness.bench.perf.plan",
+    "full_plan": "dpharness.bench.perf.plan",
+    "quick_plan": "dpharness.bench.perf.plan",
+    "GOAL_N": "dpharness.bench.perf.report",
+    "GOAL_RATIO": "dpharness.bench.perf.report",
+    "format_goal": "dpharness.bench.perf.report",
+    "format_summary": "dpharness.bench.perf.report",
+    "format_table": "dpharness.bench.perf.report",
+    "median_goal": "dpharness.bench.perf.report",
+    "ROW_FIELDS": "dpharness.bench.perf.rows",
+    "SCHEMA": "dpharness.bench.perf.rows",
+    "output_paths": "dpharness.bench.perf.run",
+    "run_bench": "dpharness.bench.perf.run",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "GOAL_N",

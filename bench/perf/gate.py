@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from dpharness.bench.regress.stats import check_levels, holm, welch_greater
 from dpharness.bench.perf.plan import BenchInputError, Plan
 from dpharness.bench.perf.report import fmt_ratio
 from dpharness.bench.perf.rows import LEGACY_SCHEMA, SCHEMA
@@ -53,6 +52,8 @@ def parse_levels(tolerance: Any, alpha: Any, has_baseline: bool) -> tuple[float,
             raise BenchInputError(f"{flag} must be {valid}, got {v!r}") from None
     tol, alpha_ = values
     try:
+        from dpharness.bench.regress.stats import check_levels
+
         alpha_, tol = check_levels(alpha_, tol)
     except ValueError as exc:  # "alpha must be ..." / "tolerance must be ..."
         raise BenchInputError(f"--{exc}") from None
@@ -184,12 +185,16 @@ def compare(new: dict[str, Any], base: dict[str, Any], *, tolerance: float = DEF
             if len(bs) < 2 or len(xs) < 2:
                 row["verdict"] = "not tested"
             else:
+                from dpharness.bench.regress.stats import welch_greater
+
                 t, df, p = welch_greater(xs, bs, 1.0 + tolerance)
                 row.update(t=float(t), df=float(df) if math.isfinite(float(df)) else None, p=float(p))
                 row["verdict"] = "ok"
                 tested.append(len(rows))
         rows.append(row)
     if tested:
+        from dpharness.bench.regress.stats import holm
+
         reject, p_adj = holm([rows[i]["p"] for i in tested], alpha)
         for i, rej, pa in zip(tested, reject, p_adj):
             rows[i]["p_holm"] = float(pa)

@@ -43,7 +43,8 @@ from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, 
 from dpharness.verifiers.statistical.parallel import active, sample_count_pair, sample_draws_pair, sampling
 from dpharness.verifiers.verdict import Verdict, Witness, summarize
 
-__all__ = ["audit", "replay", "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
+__all__ = ["audit", "replay", "certify_best", "best_choices", "event_family",
+           "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
            "best_choice", "certify", "resolve_float_events", "resolve_events", "candidates_for", "detectable_epsilon",
            "check_samples", "check_selection", "count_draws", "CHUNK_BYTES"]
 
@@ -170,10 +171,35 @@ def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, al
     n_sel = int(np.shape(y1)[0])  # draws, not coordinates: rows of vector outputs count once
     cand = candidates_for(y1, y2, finite, events, float_events)
     gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
+    return _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
+
+
+def best_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float, delta: float = 0.0,
+                 events: Any = "all", epsilon: float | None = None) -> tuple[Choice, Choice | None]:
+    """:func:`best_choice` over every family of ``events``, and the best choice among the events that
+    are not bit patterns (None when there is none), from one set of candidates: the second is what
+    a certification beside a winning bit-pattern event needs (:func:`certify_best`)."""
+    n_sel = int(np.shape(y1)[0])
+    cand = candidates_for(y1, y2, finite, events, None)
+    gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
+    first = _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
+    if getattr(first.event, "kind", "") != "float":
+        return first, first
+    real = np.asarray(cand.kinds) != "float"
+    if not real.any():
+        return first, None
+    return first, _choose(cand, real, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon,
+                          gamma=gamma)
+
+
+def _choose(cand: Candidates, mask: np.ndarray | None, *, n_sel: int, n_cert: int, alpha: float, delta: float,
+            epsilon: float | None, gamma: float) -> Choice:
+    """The choice of :func:`best_choice` among the candidates of ``mask`` (None: all)."""
     best: Choice | None = None
     support: Choice | None = None
+    ok = np.ones(len(cand), dtype=bool) if mask is None else mask
     for direction, num, den in (("d1>d2", cand.c1, cand.c2), ("d2>d1", cand.c2, cand.c1)):
-        keep = np.flatnonzero((num > den) & (num > delta * n_sel))
+        keep = np.flatnonzero((num > den) & (num > delta * n_sel) & ok)
         if keep.size == 0:
             continue
         s = selection_score(num[keep], den[keep], n_sel, n_cert, alpha, delta, shrink=gamma)
@@ -198,7 +224,7 @@ def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, al
         return support
     if best is None:
         # Nothing is more likely under one dataset: certify the most frequent event (bound 0).
-        i = int(np.argmax(cand.c1))
+        i = int(np.argmax(np.where(ok, cand.c1, -1)))
         best = Choice(-math.inf, cand.event(i), "d1>d2", int(cand.c1[i]), int(cand.c2[i]), n_sel, gamma)
     return best
 
@@ -257,15 +283,43 @@ def detectable_epsilon(n: float, alpha: float, epsilon: float, delta: float = 0.
     return math.log((p_num - delta) / a) if a > 0 else math.inf
 
 
+class EventList:
+    """Several events counted on the same draws: ``count`` returns one count per event."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = list(events)
+
+    def count(self, y: Any) -> np.ndarray:
+        return np.asarray([e.count(y) for e in self.events], dtype=np.int64)
+
+
+def _counts(k: Any, m: int) -> tuple[int, ...]:
+    """Counts of an :class:`EventList` of ``m`` events (0 when no draw was made)."""
+    if np.ndim(k) == 0:
+        return (int(k),) * m
+    return tuple(int(x) for x in k)
+
+
 def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: Event, direction: str,
             n_cert: int, alpha1: float, alpha2: float, seed: int, key: tuple[int, ...],
             calls_so_far: int, pairs_tried: int, label: str = "", alpha: float) -> Verdict:
     """Certify ``event`` in ``direction`` on Poisson(``n_cert``) fresh draws per dataset."""
-    claim = mechanism.claim
-    eps_c, dl_c = float(claim.epsilon), float(claim.delta)
     sizes = stream(seed, *key, CERTIFY, 2).poisson(n_cert, size=2)
     n1, n2 = int(sizes[0]), int(sizes[1])
     k1, k2 = sample_count_pair(mechanism, d1, d2, n1, n2, seed, (*key, CERTIFY, 0), (*key, CERTIFY, 1), event)
+    return _verdict(mechanism, d1, d2, choice=choice, event=event, direction=direction, counts=(k1, k2),
+                    draws=(n1, n2), n_cert=n_cert, alpha1=alpha1, alpha2=alpha2, seed=seed, key=key,
+                    calls_so_far=calls_so_far, pairs_tried=pairs_tried, label=label, alpha=alpha)
+
+
+def _verdict(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: Event, direction: str,
+             counts: tuple[int, int], draws: tuple[int, int], n_cert: int, alpha1: float, alpha2: float, seed: int,
+             key: tuple[int, ...], calls_so_far: int, pairs_tried: int, label: str, alpha: float) -> Verdict:
+    """The verdict of certification counts ``counts`` of ``event`` out of ``draws`` per dataset."""
+    claim = mechanism.claim
+    eps_c, dl_c = float(claim.epsilon), float(claim.delta)
+    k1, k2 = counts
+    n1, n2 = draws
     num, den = (k1, k2) if direction == "d1>d2" else (k2, k1)
     lam = float(n_cert)
     if dl_c == 0.0:
@@ -295,6 +349,43 @@ def certify(mechanism: Any, d1: Any, d2: Any, *, choice: Choice | None, event: E
     )
     fields["summary"] = summarize(fields)
     return Verdict(**fields)
+
+
+def certify_best(mechanism: Any, d1: Any, d2: Any, *, choices: list[Choice], n_cert: int, alpha: float, seed: int,
+                 key: tuple[int, ...], calls_so_far: int, pairs_tried: int, label: str = "",
+                 split_cert: int | None = None) -> Verdict:
+    """Certify each of ``choices`` at ``alpha / len(choices)`` on the *same* certification draws
+    (Bonferroni over the choices: the bound kept is valid at ``alpha``) and return the verdict with
+    the highest bound (ties: the first choice). With one choice this is :func:`certify` at ``alpha``.
+    The verdict's ``extra["certified"]`` lists each choice's event family and bound. ``split_cert``:
+    the certification size the (epsilon, delta) alpha split is predicted for (default ``n_cert``)."""
+    dl_c = float(mechanism.claim.delta)
+    share = alpha / len(choices)
+    splits = [alpha_split(ch, n_cert if split_cert is None else split_cert, share, dl_c) for ch in choices]
+    if len(choices) == 1:
+        (a1, a2), ch = splits[0], choices[0]
+        return certify(mechanism, d1, d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=n_cert,
+                       alpha1=a1, alpha2=a2, seed=seed, key=key, calls_so_far=calls_so_far,
+                       pairs_tried=pairs_tried, label=label, alpha=alpha)
+    sizes = stream(seed, *key, CERTIFY, 2).poisson(n_cert, size=2)
+    n1, n2 = int(sizes[0]), int(sizes[1])
+    both = EventList([ch.event for ch in choices])
+    k1, k2 = sample_count_pair(mechanism, d1, d2, n1, n2, seed, (*key, CERTIFY, 0), (*key, CERTIFY, 1), both)
+    k1, k2 = _counts(k1, len(choices)), _counts(k2, len(choices))
+    verdicts = [_verdict(mechanism, d1, d2, choice=ch, event=ch.event, direction=ch.direction, counts=(k1[i], k2[i]),
+                         draws=(n1, n2), n_cert=n_cert, alpha1=a1, alpha2=a2, seed=seed, key=key,
+                         calls_so_far=calls_so_far, pairs_tried=pairs_tried, label=label, alpha=alpha)
+                for i, (ch, (a1, a2)) in enumerate(zip(choices, splits))]
+    best = max(range(len(verdicts)), key=lambda i: (verdicts[i].epsilon_lower, verdicts[i].delta_lower, -i))
+    v = verdicts[best]
+    v.extra["certified"] = [{"family": event_family(ch.event), "epsilon_lower": u.epsilon_lower,
+                             "delta_lower": u.delta_lower, "alpha": share} for ch, u in zip(choices, verdicts)]
+    return v
+
+
+def event_family(event: Any) -> str:
+    """``floats`` for a bit-pattern event, ``real-valued`` for any other (the verdict's event family)."""
+    return "floats" if getattr(event, "kind", "") == "float" else "real-valued"
 
 
 #: The anytime-valid certification, plugged in by :mod:`verifiers.sequential` when it is imported
@@ -449,11 +540,16 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         raise ValueError(f"samples={samples} leaves no certification draws at selection={selection}")
     finite = is_finite(mechanism)
     y1, y2 = sample_draws_pair(mechanism, d1, d2, n_sel, seed, (0, SELECT, 0), (0, SELECT, 1))
-    ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
-                     epsilon=float(mechanism.claim.epsilon))
-    a1, a2 = alpha_split(ch, n_cert, alpha, dl_c)
-    return certify(mechanism, d1, d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=n_cert,
-                   alpha1=a1, alpha2=a2, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1, alpha=alpha)
+    if FLOATS in fams:  # a bit-pattern winner is certified beside the best real-valued event (certify_best)
+        ch, second = best_choices(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
+                                  epsilon=float(mechanism.claim.epsilon))
+    else:
+        ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
+                         epsilon=float(mechanism.claim.epsilon))
+        second = None
+    backup = second if second is not None and second is not ch else None
+    return certify_best(mechanism, d1, d2, choices=[ch] if backup is None else [ch, backup], n_cert=n_cert,
+                        alpha=alpha, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1)
 
 
 def replay(mechanism: Any, d1: Any, d2: Any, *, event: Event, direction: str, samples: int, seed: int,

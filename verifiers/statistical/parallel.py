@@ -222,6 +222,14 @@ def _draw_chunk(mechanism: Any, data: Any, m: int, seed: int, key: tuple) -> np.
     return draw(mechanism, data, m, stream(seed, *key))
 
 
+def _total(hits: list) -> Any:
+    """The sum of chunk counts: an int, or a tuple of ints for an event that counts several
+    events at once (:class:`verifiers.statistical.batch.EventList`)."""
+    if any(np.ndim(h) for h in hits):
+        return tuple(int(x) for x in np.sum(np.asarray(hits, dtype=np.int64), axis=0))
+    return int(sum(hits))
+
+
 def _count_chunk(mechanism: Any, data: Any, m: int, seed: int, key: tuple, event: Any) -> int:
     return count_draws(mechanism, data, m, stream(seed, *key), event)
 
@@ -271,7 +279,7 @@ def sample_count_pair(mechanism: Any, d1: Any, d2: Any, n1: int, n2: int, seed: 
     items = ([(mechanism, d1, m, seed, (*key1, CHUNK, i), event) for i, m in enumerate(s1)]
              + [(mechanism, d2, m, seed, (*key2, CHUNK, i), event) for i, m in enumerate(s2)])
     hits = s.map(_count_chunk, items)
-    return int(sum(hits[: len(s1)])), int(sum(hits[len(s1):]))
+    return _total(hits[: len(s1)]), _total(hits[len(s1):])
 
 
 def sample_count(mechanism: Any, data: Any, n: int, seed: int, key: tuple, event: Any) -> int:
@@ -280,5 +288,5 @@ def sample_count(mechanism: Any, data: Any, n: int, seed: int, key: tuple, event
     if s is None:
         return count_draws(mechanism, data, n, stream(seed, *key), event)
     sizes = chunk_sizes(n)
-    return int(sum(s.map(_count_chunk, [(mechanism, data, m, seed, (*key, CHUNK, i), event)
-                                       for i, m in enumerate(sizes)])))
+    return _total(s.map(_count_chunk, [(mechanism, data, m, seed, (*key, CHUNK, i), event)
+                                        for i, m in enumerate(sizes)]))

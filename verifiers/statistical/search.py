@@ -23,8 +23,10 @@ from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
 from dpharness.verifiers.claims import annotate, at_pair, pairs_for
 from dpharness.verifiers.relations import merge_swaps
-from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify, check_samples, check_selection,
-                          check_sequential, is_finite, resolve_events, seed_of)
+from dpharness.verifiers.events.families import FLOATS
+from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify,
+                                                   certify_best, check_samples, check_selection, check_sequential,
+                                                   best_choices, event_family, is_finite, resolve_events, seed_of)
 from dpharness.verifiers.statistical.parallel import active, sample_draws, sample_draws_pair, sampling
 from dpharness.verifiers.verdict import Verdict
 
@@ -109,6 +111,12 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
             f"budget={budget} is too small for {P} candidate pairs: selection needs >= {4 * P} calls "
             f"(2 per dataset per pair); raise the budget to at least {math.ceil(4 * P / float(selection)) + 2}")
     rounds = max(1, math.ceil(math.log2(P)) + 1) if P > 1 else 1
+    # With float events on, a bit-pattern event that wins the selection by chance must not hide what
+    # the real-valued events certify: each pair's best real-valued event is kept beside its best event
+    # of every family, its pair is never dropped by the halving, and both winners are certified at
+    # alpha/2 each (docs/auditing.md, "Float events cost at most the alpha split").
+    two_track = FLOATS in fams and bool(fams - {FLOATS}) and not sequential
+    real: dict[int, Choice] = {}
     alive = list(range(P))
     ys: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in range(P)}
     choices: dict[int, Choice] = {}
@@ -142,19 +150,28 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                                 "phase": "selection"})
                 alive.remove(j)
                 continue
-            choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                     alpha=alpha, delta=float(held[j].claim.delta), events=fams,
-                                     epsilon=float(held[j].claim.epsilon))
+            if two_track:  # the best real-valued event of the pair too (see above)
+                choices[j], second = best_choices(np.concatenate(a), np.concatenate(b), finite=finite,
+                                                  n_cert=n_cert, alpha=alpha, delta=float(held[j].claim.delta),
+                                                  events=fams, epsilon=float(held[j].claim.epsilon))
+                real[j] = second if second is not None else choices[j]
+            else:
+                choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
+                                         alpha=alpha, delta=float(held[j].claim.delta), events=fams,
+                                         epsilon=float(held[j].claim.epsilon))
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")
         if len(alive) > 1 and r < rounds - 1:
             ranked = sorted(alive, key=lambda j: (-(choices[j].score - margin_of[j]), j))
-            alive = ranked[: max(1, math.ceil(len(alive) / 2))]
+            kept = ranked[: max(1, math.ceil(len(alive) / 2))]
+            if two_track:  # the pair of the best real-valued event stays in the race
+                jr = max(alive, key=lambda j: (real[j].score - margin_of[j], -j))
+                kept += [] if jr in kept else [jr]
+            alive = kept
     best = max(alive, key=lambda j: (choices[j].score - margin_of[j], -j))
     ch = choices[best]
     mech = held[best]  # the mechanism held to the winning pair's claim
-    a1, a2 = alpha_split(ch, n_cert, alpha, float(mech.claim.delta))
     p = pairs[best]
     # Certification draws are Poisson(lam) per dataset (exact conditional bounds); lam keeps a
     # 3-sigma margin so that the total stays within the budget with probability > 0.998.
@@ -165,11 +182,48 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                                label=p.label, events=fams), mech)
         _report(v, skipped, merged)
         return v
-    v = annotate(certify(mech, p.d1, p.d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=lam,
-                         alpha1=a1, alpha2=a2, seed=seed, key=(best,), calls_so_far=spent, pairs_tried=P,
-                         label=p.label, alpha=alpha), mech)
+    jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j)) if real else best
+    if not two_track or real[jr] is ch or getattr(ch.event, "kind", "") != "float":
+        v = certify_best(mech, p.d1, p.d2, choices=[ch], n_cert=lam, alpha=alpha, seed=seed, key=(best,),
+                         calls_so_far=spent, pairs_tried=P, label=p.label, split_cert=n_cert)
+    elif jr == best:  # both events on the one pair: counted on the same draws, alpha/2 each
+        v = certify_best(mech, p.d1, p.d2, choices=[ch, real[jr]], n_cert=lam, alpha=alpha, seed=seed, key=(best,),
+                         calls_so_far=spent, pairs_tried=P, label=p.label, split_cert=n_cert)
+    else:  # two pairs: half the certification draws each, alpha/2 each
+        v = _certify_two_pairs(held, pairs, [(best, ch), (jr, real[jr])], n_cert=n_cert, lam=lam, alpha=alpha,
+                               seed=seed, spent=spent, P=P)
+    v = annotate(v, held[_pair_of(v, pairs, best)])
     _report(v, skipped, merged)
     return v
+
+
+def _pair_of(v: Verdict, pairs: list, default: int) -> int:
+    key = v.witness.key if v.witness is not None else ()
+    return int(key[0]) if key and 0 <= int(key[0]) < len(pairs) else default
+
+
+def _certify_two_pairs(held: list, pairs: list, picks: list[tuple[int, Choice]], *, n_cert: int, lam: int,
+                       alpha: float, seed: int, spent: int, P: int) -> Verdict:
+    """Certify two (pair, choice) picks on their own pairs' draws, ``lam // 2`` per dataset and
+    alpha/2 each (Bonferroni); the verdict with the higher bound, its ``calls`` counting both."""
+    half = max(1, lam // 2)
+    vs = []
+    calls = spent
+    for j, ch in picks:
+        mech = held[j]
+        a1, a2 = alpha_split(ch, n_cert // 2, alpha / 2, float(mech.claim.delta))
+        v = certify(mech, pairs[j].d1, pairs[j].d2, choice=ch, event=ch.event, direction=ch.direction, n_cert=half,
+                    alpha1=a1, alpha2=a2, seed=seed, key=(j,), calls_so_far=0, pairs_tried=P, label=pairs[j].label,
+                    alpha=alpha)
+        calls += sum(v.witness.draws)
+        vs.append(v)
+    best = max(range(2), key=lambda i: (vs[i].epsilon_lower, vs[i].delta_lower, -i))
+    from dataclasses import replace
+
+    out = replace(vs[best], calls=calls)
+    out.extra["certified"] = [{"family": event_family(ch.event), "pair": pairs[j].label, "epsilon_lower": u.epsilon_lower,
+                               "delta_lower": u.delta_lower, "alpha": alpha / 2} for (j, ch), u in zip(picks, vs)]
+    return out
 
 
 def _report(v: Verdict, skipped: list[dict], merged: int) -> None:
