@@ -213,11 +213,13 @@ def test_opendp_before_0_7_inferred_from_types_and_relations():
         A.opendp(_OldMeasurement("f64", "f64", "f64", relation=lambda d, eps: False), kind="real")
 
 
+@pytest.mark.slow
 def test_opendp_laplace_at_its_own_map_is_not_flagged():
     v = V.audit(A.opendp(_laplace()), 0.0, 1.0, samples=N, alpha=1e-6, float_events=False)
     assert not v.violated and v.epsilon_claimed == 1.0 and v.extra["d_in"] == 1.0
 
 
+@pytest.mark.slow
 def test_opendp_laplace_under_a_wrong_map_is_flagged():
     mech = A.opendp(_laplace())
     half = A.opendp(_laplace(2.0)).claim.privacy_map  # the map of a scale twice as large: d / 2
@@ -229,6 +231,7 @@ def test_opendp_laplace_under_a_wrong_map_is_flagged():
     assert v.violated and v.epsilon_claimed == 0.5 and v.epsilon_lower > 0.8
 
 
+@pytest.mark.slow
 def test_opendp_pair_at_symmetric_distance_2_is_held_to_map_2():
     meas = _bounded_sum()
     mech = A.opendp(meas)

@@ -96,6 +96,7 @@ def test_opendp_float_laplace_of_0_4_leaks_bits():
     assert v.violated and v.support_violation
 
 
+@pytest.mark.slow
 def test_opendp_laplace_since_0_5_does_not_leak_bits():
     if _release("opendp") < (0, 5):
         pytest.skip("the float Laplace of OpenDP < 0.5 leaks")
@@ -150,6 +151,7 @@ def test_opendp_float_sum_of_0_4_underestimates_its_sensitivity():
     assert v.epsilon_claimed == pytest.approx(0.02) and v.violated and v.epsilon_lower > 0.15
 
 
+@pytest.mark.slow
 def test_opendp_float_sum_since_0_5_accounts_for_rounding():
     if _release("opendp") < (0, 5):
         pytest.skip("OpenDP < 0.5 does not account for float rounding in sums")

@@ -78,6 +78,7 @@ def wheels(tmp_path_factory) -> dict[str, Path]:
     return found
 
 
+@pytest.mark.slow
 def test_wheel_installs_only_the_dpharness_namespace(wheels):
     names = zipfile.ZipFile(wheels["dpharness"]).namelist()
     tops = {n.split("/")[0] for n in names}

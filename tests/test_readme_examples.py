@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_readme_implementation_audit_example_runs():
     pytest.importorskip("opendp")
     text = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -27,6 +27,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("pgrep") is None or not os.path.isdir("/proc"), reason="needs pgrep and /proc")
 def test_workers_die_with_their_parent(tmp_path):
     cmd = [sys.executable, "-m", "dpharness", "run", str(ROOT / "configs" / "duff_n_sweep.yaml"), "--jobs", "2",

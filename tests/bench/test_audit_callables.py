@@ -199,6 +199,7 @@ def test_audit_own_project_flags_the_broken_count(tmp_path):
     assert re.search(r"FAIL: broken\b", out) and "FAIL: count" not in out
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_audit_own_project_with_two_workers(tmp_path, monkeypatch):
     # workers from the first chunk: whether the run would start them itself depends on how busy the
@@ -285,6 +286,7 @@ def _doc_files() -> dict[str, str]:
     return dict(blocks)
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_docs_ci_worked_example_runs(tmp_path):
     proj = tmp_path / "myproject"

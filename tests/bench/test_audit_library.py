@@ -48,6 +48,7 @@ def _write(tmp_path, cfg, name="lib.yaml"):
     return str(p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_library_objects_audited_from_a_config(tmp_path, capsys, jobs):
     code = main(["audit", _write(tmp_path, GOOD), "--out", str(tmp_path / "r"), "--jobs", jobs])
@@ -106,6 +107,7 @@ def test_missing_library_is_one_clear_message(tmp_path, capsys, monkeypatch):
     assert "Traceback" not in err and not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_a_shipped_model_bug_from_a_config_alone(tmp_path, capsys):
     # diffprivlib's LinearRegression takes max(|L|, |L|)^2 as the sensitivity of sum x^2 (docs/adapters.md,
     # shipped bug 4): with bounds_X = (0, 1) it is flagged from YAML alone; bounds (-1, 1), where the faulty

@@ -704,6 +704,7 @@ def test_reproduction_figures_are_readable(name, tmp_path):
     assert_readable(_capture_run(ROOT / "configs" / f"{name}.yaml", tmp_path, quick=True))
 
 
+@pytest.mark.slow
 def test_many_quantiles_titles_state_epsilon_once(tmp_path):
     # the shipped title names ε=1 already: the figure's second line must not say it again
     raw = _raw("gjk21_quantiles", m=[5, 29], trials=3)

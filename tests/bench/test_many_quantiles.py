@@ -136,6 +136,7 @@ def test_jobs_1_and_2_give_identical_results(tmp_path, monkeypatch):
     assert (tab["trials"] == 4).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gjk21_quantiles", "gjk21_real_data"])
 def test_quick_tier_runs_and_draws_readable_figures(name, tmp_path):
     checks = _figure_checks()

@@ -278,6 +278,7 @@ def test_progress_steps_are_counted_per_section():
     assert steps == {"median": 2, "finite": 2, "table1": 1, "verifier": 4}
 
 
+@pytest.mark.slow
 def test_cli_quick_mode(tmp_path, capsys):
     # What CI runs: the real --quick tier, every section, through the dpharness entry point, so
     # the benchmark cannot rot. Only the plumbing is asserted (schema, pairing, skips, figure),

@@ -95,6 +95,7 @@ def pf_run(tmp_path_factory):
     return run(ROOT / "configs" / "pf_vs_em.yaml", quick=True, out=tmp_path_factory.mktemp("pf"), progress=False)
 
 
+@pytest.mark.slow
 def test_pf_vs_em_quick_tier_runs_and_writes_its_figures(pf_run):
     res = pf_run
     assert res.errors == 0 and res.exit_code == 0 and res.summary.ok, res.summary.text
@@ -167,6 +168,7 @@ def topk_run(tmp_path_factory):
     return run(ROOT / "configs" / "topk_utility.yaml", quick=True, out=tmp_path_factory.mktemp("tk"), progress=False)
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_topk_quick_tier_runs_and_writes_its_figures(topk_run):
     # exit 0 needs every Monte Carlo k = 1 mean within its Hoeffding radius of the exact value and

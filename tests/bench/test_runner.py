@@ -222,6 +222,7 @@ def test_dask_local_cluster_identical(baseline, tmp_path):
     assert man["backend"] == "dask" and man["jobs"] == 2
 
 
+@pytest.mark.slow
 def test_unreachable_dask_scheduler_fails_fast_before_any_folder(tmp_path):
     pytest.importorskip("dask.distributed")
     import socket

@@ -45,6 +45,7 @@ def _wait_for_chunk(tasks_root: Path, timeout: float = 60.0) -> None:
     (2, signal.SIGINT, True, 2.5),    # Ctrl-C in a terminal: the parent and its loky workers get it
     (2, signal.SIGTERM, False, 2.5),  # kill PID: the parent stops the workers itself
 ])
+@pytest.mark.slow
 def test_signal_keeps_finished_tasks_and_leaves_no_temporary_file(tmp_path, jobs, sig, to_group, extra_wait):
     cfg = tmp_path / "slow.yaml"
     cfg.write_text(yaml.safe_dump(SLOW), encoding="utf-8")

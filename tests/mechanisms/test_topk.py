@@ -175,6 +175,7 @@ def test_neg_inf_scores_have_zero_probability():
         np.testing.assert_allclose(np.exp(lp).sum(), 1.0, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("monotone", [False, True])
 def test_exact_privacy_loss_within_claim_on_neighbour_grid(name, monotone):

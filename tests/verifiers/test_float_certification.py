@@ -4,7 +4,6 @@ higher bound (Bonferroni over the two: valid at alpha)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from dpharness import verifiers as V
