@@ -258,6 +258,7 @@ def test_opendp_factory_pickles_and_measurement_says_why_not():
         pickle.dumps(A.opendp(_bounded_sum()))
 
 
+@pytest.mark.slow
 def test_assert_dp_takes_an_adapted_measurement():
     mech = A.opendp(_bounded_sum)
     v = assert_dp(mech, [1.0, 2.0, 3.0], [1.0, 2.0], epsilon=mech.claim.epsilon, budget=N, alpha=1e-6,
@@ -314,6 +315,7 @@ def test_diffprivlib_laplace_float_leak_found_by_the_default_float_events():
     assert v.violated and v.support_violation
 
 
+@pytest.mark.slow
 def test_diffprivlib_tools_at_their_epsilon():
     _, T, _ = _dpl()
     mean = A.diffprivlib_tool(T.mean, epsilon=1.0, bounds=(0.0, 1.0))

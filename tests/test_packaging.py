@@ -21,6 +21,9 @@ import pytest
 
 import dpharness
 
+# wheels are built and installed into fresh environments: the thorough tier
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

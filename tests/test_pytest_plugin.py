@@ -478,6 +478,7 @@ def test_underpowered_audit_warns_and_fails_under_dp_strict(no_rng_project):
     assert strict.returncode == 1 and "DPUnderpowered" in strict.stdout and "--dp-strict" in strict.stdout
 
 
+@pytest.mark.slow
 def test_dp_jobs_spreads_the_draws_and_keeps_the_verdict(no_rng_project):
     # --dp-jobs N: every audit's draws on N workers, the same counts for every N >= 1
     node = "tests/test_mydp.py::test_broken_without_rng"

@@ -9,10 +9,14 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from dpharness.bench.run.tasks import format_value
+
+if TYPE_CHECKING:  # imported where a table is formatted: checking a config loads no pandas
+    import pandas as pd
 
 __all__ = ["EXACT_COLUMNS", "format_text_table", "to_markdown"]
 
@@ -22,7 +26,7 @@ EXACT_COLUMNS = ("epsilon", "q", "n", "delta", "dataset", "draws", "datasets")
 
 
 def _cell_text(v: Any, fmt: str | None = None) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+    if v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType":  # pandas.NA
         return ""
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
@@ -41,6 +45,8 @@ def _layout(df: pd.DataFrame, nd: int, floatfmt: str | None,
     fmts = [None if c in EXACT_COLUMNS else fmt for c in cols]
     cells = [[_cell_text(v, f) for v, f in zip(row, fmts)] for row in df.itertuples(index=False)]
     flush = set(right or ())
+    import pandas as pd
+
     aligned = [c in flush or (pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]))
                for c in cols]
     return [str(c) for c in cols], cells, aligned

@@ -40,9 +40,10 @@ import os
 import secrets
 import socket
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-import pandas as pd
+if TYPE_CHECKING:  # only annotations here: checking a config loads no pandas
+    import pandas as pd
 
 from dpharness.bench.report.provenance import command_line
 from dpharness.bench.report.tables import to_markdown

@@ -14,10 +14,12 @@ import hashlib
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # an annotation only: checking a config loads no pandas
+    import pandas as pd
 
 __all__ = ["Task", "Summary", "stable_hash", "format_value", "make_key", "task_seed", "task_rng", "data_rng"]
 

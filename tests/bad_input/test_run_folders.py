@@ -186,6 +186,7 @@ def test_resume_of_a_complete_run_and_of_another_config(tmp_path, config, capsys
 
 # -- the real command, in a subprocess -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_subprocess_unreachable_scheduler_fails_fast(tmp_path, config):
     pytest.importorskip("dask.distributed")
     addr = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there

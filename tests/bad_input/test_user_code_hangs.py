@@ -20,8 +20,11 @@ def _project(tmp_path, pairs: str):
         f"pairs: {pairs}, samples: [10000]}}\n", encoding="utf-8")
 
 
-@pytest.mark.parametrize("pairs", ["[[0.0, 1.0], [1.0, 2.0]]", "search"], ids=["given", "search"])
-@pytest.mark.parametrize("command", ["validate", "audit"])
+@pytest.mark.parametrize("command, pairs", [
+    ("validate", "search"), pytest.param("audit", "[[0.0, 1.0], [1.0, 2.0]]", marks=pytest.mark.slow),
+    pytest.param("validate", "[[0.0, 1.0], [1.0, 2.0]]", marks=pytest.mark.slow),
+    pytest.param("audit", "search", marks=pytest.mark.slow)], ids=["validate-search", "audit-given", "validate-given",
+                                                                   "audit-search"])
 def test_a_callable_that_never_returns_is_reported_not_waited_for(tmp_path, pairs, command):
     _project(tmp_path, pairs)
     before = files_under(tmp_path)

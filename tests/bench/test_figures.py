@@ -680,7 +680,12 @@ QUICK_MEDIAN = {
 TEXTBOOK = ["pumpkin", "randomized_response", "laplace_from_exponential", "private_mode"]
 
 
-@pytest.mark.parametrize("name", sorted(QUICK_MEDIAN))
+# the configs that take seconds at their quick tier are drawn in the thorough tier
+_HEAVY_FIGURES = {"real_data_medians", "duff_n_sweep"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _HEAVY_FIGURES else n
+                                  for n in sorted(QUICK_MEDIAN)])
 def test_median_accuracy_figures_are_readable(name, tmp_path):
     figs = _capture_run(_raw(name, **QUICK_MEDIAN[name]), tmp_path)
     assert_readable(figs)
@@ -699,6 +704,7 @@ def test_textbook_figures_are_readable(name, tmp_path):
 REPRODUCTIONS = ["pf_vs_em", "topk_utility"]  # McKenna & Sheldon 2020; top-k at equal privacy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REPRODUCTIONS)
 def test_reproduction_figures_are_readable(name, tmp_path):
     assert_readable(_capture_run(ROOT / "configs" / f"{name}.yaml", tmp_path, quick=True))
@@ -731,6 +737,7 @@ def _data_lines(ax: Any) -> list[Line2D]:
     return [c.lines[0] for c in ax.containers if isinstance(c, ErrorbarContainer)]
 
 
+@pytest.mark.slow
 def test_topk_figures_join_points_only_with_three_epsilons_and_replace_flat_panels(tmp_path):
     from dpharness.bench.experiments.topk_utility import FLAT
 

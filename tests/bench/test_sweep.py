@@ -140,6 +140,7 @@ def test_unknown_library_is_a_usage_error(capsys):
     assert "diffprivlib" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_one_audit_spreads_its_draws_over_the_workers_with_the_same_result(tmp_path, monkeypatch):
     """``parallel_draws: true`` with fewer tasks than workers: the audit's draws go to the workers
     (keyed chunks), and results.csv is the one of --jobs 1."""

@@ -33,7 +33,7 @@ seed: 1
 """
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["one_stream", "keyed_chunks"])
+@pytest.mark.parametrize("parallel", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["one_stream", "keyed_chunks"])
 def test_the_json_witness_replays_as_printed(tmp_path, monkeypatch, capsys, parallel):
     from dpharness.bench.cli import main
 

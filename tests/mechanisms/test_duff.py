@@ -320,6 +320,7 @@ CASES_SAMPLER = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 @pytest.mark.parametrize("q,definition,eps", CASES_SAMPLER)
 def test_windowed_sampler_with_rejections_matches_exact_law(q, definition, eps):

@@ -70,6 +70,7 @@ def test_a_correct_claim_stays_unflagged_and_bad_arguments_are_named():
         verifiers.search(m, budget=100, backend="threading")
 
 
+@pytest.mark.slow
 def test_a_local_dask_cluster_gives_the_same_verdict():
     pytest.importorskip("dask.distributed")
     m = verifiers.wrap(_half, epsilon=1.0, neighbours="value")

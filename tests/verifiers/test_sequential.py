@@ -167,6 +167,7 @@ def test_next_batch_rules():
     assert sq.next_batch(40, 10**4, 0.0, 0.01, thr, seen=200, progress=sq.STALL - 1) == math.ceil(40 * sq.FAST_GROWTH)
 
 
+@pytest.mark.slow
 def test_coverage_with_adaptive_batch_sizes():
     """Batch sizes chosen from the running e-value (next_batch, fed an optimistic predicted rate) keep
     the level: at the least favourable null the running bound exceeds the true eps on at most alpha

@@ -187,6 +187,7 @@ def test_structured_twins_pass_at_small_alpha(name):
     assert not v.violated, v.summary
 
 
+@pytest.mark.slow
 def test_search_flags_broken_histogram_with_generated_pairs():
     m = zoo.make("noisy_histogram_half_noise")
     v = verifiers.search(m, budget=60000, rng=3)
