@@ -26,8 +26,11 @@ def test_scalar_under_one_dataset_and_rows_under_the_other():
                        epsilon=1.0, neighbours="add_remove")
     v = verifiers.audit(m, np.array([1.0, 2.0]), np.array([1.0, 2.0, 3.0]), samples=1000, alpha=1e-3, rng=1)
     assert v.support_violation and "{y is a scalar}" in v.summary
-    s = verifiers.search(m, budget=20_000, alpha=1e-3, rng=1)
-    assert s.violated and s.witness.event.kind == "shape"
+    pairs = [verifiers.Pair(np.array([1.0]), np.array([1.0, 2.0]), "one added"),
+             verifiers.Pair(np.array([1.0, 2.0]), np.array([1.0, 2.0, 3.0]), "width changes"),
+             verifiers.Pair(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0, 4.0]), "both wide")]
+    s = verifiers.search(m, generator=pairs, budget=20_000, alpha=1e-3, rng=1)
+    assert s.violated and s.witness.event.kind == "shape" and s.witness.pair_label == "width changes"
 
 
 def test_a_constant_width_is_not_flagged_by_its_shape():
