@@ -334,7 +334,13 @@ def audit_power(mechanism: Any, witness: Any, *, samples: int, alpha: float = 0.
     # Cells: (x_in, x_out) under d1 and (y_in, y_out) under d2 for every bracketing cell; reference
     # events E*: probabilities (r1, r2) under d1, d2, and whether E* is an atom (needs 2 copies).
     if finite:
+        if not (callable(getattr(mechanism, "support", None)) and callable(getattr(mechanism, "log_prob", None))):
+            raise ValueError(f"audit_power needs an exact law: {type(mechanism).__name__} declares finite outputs "
+                             "but has no support(data)/log_prob(data)")
         sup = np.asarray(mechanism.support(witness.d1))
+        if sup.ndim != 1:
+            raise ValueError(f"audit_power enumerates single outputs: {type(mechanism).__name__} releases rows "
+                             f"(support of shape {sup.shape}), whose events it cannot enumerate")
         if not np.array_equal(sup, np.asarray(mechanism.support(witness.d2))):
             raise ValueError("audit_power needs the same support under d1 and d2")
         if witness.event.kind != "set" or len(witness.event.values) != 1:

@@ -8,6 +8,7 @@ with ``filterwarnings = error``).
 
 from __future__ import annotations
 
+import re
 import numpy as np
 import pytest
 
@@ -253,3 +254,15 @@ def test_a_defaulted_relation_is_named_in_the_pair_error():
     with pytest.raises(ValueError) as info:
         verifiers.audit(explicit, 0.0, 1.0, samples=100)
     assert "default relation" not in str(info.value)
+
+
+@pytest.mark.parametrize("name, says", [("topk_gumbel", "no support(data)/log_prob(data)"),
+                                        ("topk_peeling_em", "releases rows")])
+def test_audit_power_refuses_what_it_cannot_enumerate_with_a_value_error(name, says):
+    # top-k mechanisms release index tuples: audit_power said AttributeError or a numpy matmul error
+    from dpharness.verifiers import power
+    from dpharness.verifiers.controls import zoo
+
+    m = zoo.make(name)
+    with pytest.raises(ValueError, match=f"audit_power .*{re.escape(says)}"):
+        power.audit_power(m, m.witness(), samples=4000)
