@@ -377,6 +377,7 @@ def test_missing_library_says_how_to_install(monkeypatch):
         A.pydp("Count", epsilon=1.0)
 
 
+@pytest.mark.slow
 def test_an_adapter_in_an_audit_config_via_a_factory(tmp_path):
     # configs take a library object through `callable:` naming a zero-argument factory in the user's
     # own module (resolved from the working directory): the claim is read from the object

@@ -200,6 +200,7 @@ def test_diffprivlib_linear_regression_diagonal_sensitivity_is_flagged():
     assert v.violated and v.epsilon_lower > 1.0
 
 
+@pytest.mark.slow
 def test_diffprivlib_linear_regression_symmetric_bounds_control():
     # the same release and pair with bounds (-1, 1), where max(|L|, |L|) = max(|L|, |U|): the bug is inert
     v = V.audit(_linreg(-1.0), D1, D2, samples=1000, rng=1, alpha=1e-3, float_events=False)

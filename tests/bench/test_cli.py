@@ -85,6 +85,7 @@ def test_a_module_without_the_contract_is_named(monkeypatch):
         cli.commands()
 
 
+@pytest.mark.slow
 def test_regress_power_is_a_sub_command_and_python_m_still_works(capsys):
     args = [str(BASELINE), "--reps", "20"]
     assert cli.main(["regress", "power", *args]) == 0

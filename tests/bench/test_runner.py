@@ -214,6 +214,7 @@ def test_all_cores_recorded_as_the_real_count(tmp_path):
     assert man["jobs"] == joblib.cpu_count() and man["jobs_requested"] == -1
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_identical(baseline, tmp_path):
     pytest.importorskip("dask.distributed")
     res = run(SMALL, jobs=2, backend="dask", out=tmp_path, progress=False, figures=False)

@@ -89,6 +89,7 @@ def test_replay_refuses_a_direction_it_does_not_know():
         V.replay(m, [0.0], [0.0, 1.0], event=Event("le", hi=0.0), direction="up", samples=100, seed=1)
 
 
+@pytest.mark.slow
 def test_the_plugins_replay_line_of_a_search_failure_gives_the_same_counts():
     from dpharness import testing
 
