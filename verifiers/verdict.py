@@ -24,6 +24,11 @@ def format_data(d: Any, limit: int = 12) -> str:
     return f"[{items}{more}]"
 
 
+def event_family(event: Any) -> str:
+    """``floats`` for a bit-pattern event, ``real-valued`` for any other (the verdict's event family)."""
+    return "floats" if getattr(event, "kind", "") == "float" else "real-valued"
+
+
 def data_to_json(d: Any) -> str:
     """A dataset of a pair as one line of JSON, every value kept (:func:`data_from_json` reads it
     back): arrays with their dtype and shape, data frames by columns, scalars and lists as they
@@ -55,12 +60,12 @@ def data_from_json(text: str | dict) -> Any:
 
     import pandas as pd
 
+    from dpharness.verifiers.events.core import from_plain
+
     spec = json.loads(text) if isinstance(text, str) else text
 
     def num(v: Any) -> Any:
-        if isinstance(v, list):
-            return [num(x) for x in v]
-        return float(v["float"]) if isinstance(v, dict) and set(v) == {"float"} else v
+        return from_plain(v, as_tuple=False)
 
     if "frame" in spec:
         return pd.DataFrame({c: np.asarray(num(v)).astype(spec["dtypes"][c]) for c, v in spec["frame"].items()})
@@ -188,7 +193,7 @@ class Verdict:
             "d2": format_data(w.d2) if w else "",
             "direction": w.direction if w else "",
             "event": str(w.event) if w else "",
-            "event_family": ("floats" if getattr(w.event, "kind", "") == "float" else "real-valued") if w else "",
+            "event_family": event_family(w.event) if w else "",
             "count_d1": w.counts[0] if w else 0,
             "count_d2": w.counts[1] if w else 0,
             "cert_samples": w.samples if w else 0,

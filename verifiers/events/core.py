@@ -64,10 +64,12 @@ def to_plain(x: Any) -> Any:
     return x
 
 
-def from_plain(x: Any) -> Any:
-    """The inverse of :func:`to_plain` for event fields: lists as tuples, ``{"float": ...}`` as floats."""
+def from_plain(x: Any, as_tuple: bool = True) -> Any:
+    """The inverse of :func:`to_plain`: ``{"float": ...}`` as floats, lists as tuples (event fields)
+    or, with ``as_tuple=False``, as lists (data for an array)."""
     if isinstance(x, list):
-        return tuple(from_plain(v) for v in x)
+        items = [from_plain(v, as_tuple) for v in x]
+        return tuple(items) if as_tuple else items
     if isinstance(x, dict) and set(x) == {"float"}:
         return float(x["float"])
     return x

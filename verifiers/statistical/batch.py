@@ -41,7 +41,7 @@ from dpharness.verifiers.events import Candidates, Event, build_candidates, even
 from dpharness.verifiers.events.families import FLOATS, check_events, check_float_events, mechanism_families
 from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
 from dpharness.verifiers.statistical.parallel import active, sample_count_pair, sample_draws_pair, sampling
-from dpharness.verifiers.verdict import Verdict, Witness, summarize
+from dpharness.verifiers.verdict import Verdict, Witness, event_family, summarize
 
 __all__ = ["audit", "replay", "certify_best", "best_choices", "event_family",
            "selection_score", "Choice", "DEFAULT_SELECTION", "DIRECTIONS", "seed_of", "stream", "draw",
@@ -168,10 +168,16 @@ def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, al
     one dataset only), which says more than a finite bound a little higher. Every choice is still
     made on the selection draws alone, so the certification keeps its level.
     """
+    n_sel, cand, gamma = _candidates(y1, y2, finite, events, float_events)
+    return _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
+
+
+def _candidates(y1: np.ndarray, y2: np.ndarray, finite: bool, events: Any, float_events: bool | None
+                ) -> tuple[int, Candidates, float]:
+    """(selection draws per dataset, the candidate events, their shrinkage level)."""
     n_sel = int(np.shape(y1)[0])  # draws, not coordinates: rows of vector outputs count once
     cand = candidates_for(y1, y2, finite, events, float_events)
-    gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
-    return _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
+    return n_sel, cand, SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
 
 
 def best_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float, delta: float = 0.0,
@@ -179,9 +185,7 @@ def best_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, a
     """:func:`best_choice` over every family of ``events``, and the best choice among the events that
     are not bit patterns (None when there is none), from one set of candidates: the second is what
     a certification beside a winning bit-pattern event needs (:func:`certify_best`)."""
-    n_sel = int(np.shape(y1)[0])
-    cand = candidates_for(y1, y2, finite, events, None)
-    gamma = SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
+    n_sel, cand, gamma = _candidates(y1, y2, finite, events, None)
     first = _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
     if getattr(first.event, "kind", "") != "float":
         return first, first
@@ -383,11 +387,6 @@ def certify_best(mechanism: Any, d1: Any, d2: Any, *, choices: list[Choice], n_c
     return v
 
 
-def event_family(event: Any) -> str:
-    """``floats`` for a bit-pattern event, ``real-valued`` for any other (the verdict's event family)."""
-    return "floats" if getattr(event, "kind", "") == "float" else "real-valued"
-
-
 #: The anytime-valid certification, plugged in by :mod:`verifiers.sequential` when it is imported
 #: (the package imports it): ``"audit"`` and ``"certify"``. This module does not import it, so the
 #: sequential module can build on this one without an import cycle.
@@ -540,13 +539,9 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
         raise ValueError(f"samples={samples} leaves no certification draws at selection={selection}")
     finite = is_finite(mechanism)
     y1, y2 = sample_draws_pair(mechanism, d1, d2, n_sel, seed, (0, SELECT, 0), (0, SELECT, 1))
-    if FLOATS in fams:  # a bit-pattern winner is certified beside the best real-valued event (certify_best)
-        ch, second = best_choices(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
-                                  epsilon=float(mechanism.claim.epsilon))
-    else:
-        ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
-                         epsilon=float(mechanism.claim.epsilon))
-        second = None
+    # a bit-pattern winner is certified beside the best real-valued event (certify_best)
+    ch, second = best_choices(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
+                              epsilon=float(mechanism.claim.epsilon))
     backup = second if second is not None and second is not ch else None
     return certify_best(mechanism, d1, d2, choices=[ch] if backup is None else [ch, backup], n_cert=n_cert,
                         alpha=alpha, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1)

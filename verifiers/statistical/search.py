@@ -15,6 +15,7 @@ correction for the number of pairs, events or rounds (docs/auditing.md, "Family-
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from dpharness.verifiers import bounds
 from dpharness.verifiers.claims import annotate, at_pair, pairs_for
 from dpharness.verifiers.relations import merge_swaps
 from dpharness.verifiers.events.families import FLOATS
-from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify,
+from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, certify,
                                                    certify_best, check_samples, check_selection, check_sequential,
                                                    best_choices, event_family, is_finite, resolve_events, seed_of)
 from dpharness.verifiers.statistical.parallel import active, sample_draws, sample_draws_pair, sampling
@@ -150,15 +151,11 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                                 "phase": "selection"})
                 alive.remove(j)
                 continue
-            if two_track:  # the best real-valued event of the pair too (see above)
-                choices[j], second = best_choices(np.concatenate(a), np.concatenate(b), finite=finite,
-                                                  n_cert=n_cert, alpha=alpha, delta=float(held[j].claim.delta),
-                                                  events=fams, epsilon=float(held[j].claim.epsilon))
-                real[j] = second if second is not None else choices[j]
-            else:
-                choices[j] = best_choice(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                         alpha=alpha, delta=float(held[j].claim.delta), events=fams,
-                                         epsilon=float(held[j].claim.epsilon))
+            # the pair's best event, and its best real-valued one (the same unless a bit pattern won)
+            choices[j], second = best_choices(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
+                                              alpha=alpha, delta=float(held[j].claim.delta), events=fams,
+                                              epsilon=float(held[j].claim.epsilon))
+            real[j] = second if second is not None else choices[j]
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")
@@ -182,7 +179,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                                label=p.label, events=fams), mech)
         _report(v, skipped, merged)
         return v
-    jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j)) if real else best
+    jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j))
     if not two_track or real[jr] is ch or getattr(ch.event, "kind", "") != "float":
         v = certify_best(mech, p.d1, p.d2, choices=[ch], n_cert=lam, alpha=alpha, seed=seed, key=(best,),
                          calls_so_far=spent, pairs_tried=P, label=p.label, split_cert=n_cert)
@@ -218,8 +215,6 @@ def _certify_two_pairs(held: list, pairs: list, picks: list[tuple[int, Choice]],
         calls += sum(v.witness.draws)
         vs.append(v)
     best = max(range(2), key=lambda i: (vs[i].epsilon_lower, vs[i].delta_lower, -i))
-    from dataclasses import replace
-
     out = replace(vs[best], calls=calls)
     out.extra["certified"] = [{"family": event_family(ch.event), "pair": pairs[j].label, "epsilon_lower": u.epsilon_lower,
                                "delta_lower": u.delta_lower, "alpha": alpha / 2} for (j, ch), u in zip(picks, vs)]
