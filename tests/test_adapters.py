@@ -141,6 +141,7 @@ def test_opendp_reads_metric_measure_and_map_from_the_object():
         chain.sample([1.0, 11.0], 3, 0)
 
 
+@pytest.mark.slow
 def test_opendp_categorical_randomized_response_searched_over_its_categories():
     # the measurement's domain is "any string": the categories are not in the object, so a search
     # (local relation) needs them declared; then every pair of categories is audited

@@ -449,6 +449,7 @@ def no_rng_project(tmp_path_factory):
     return proj
 
 
+@pytest.mark.slow
 def test_assert_dp_without_rng_replays_from_the_printed_command(no_rng_project):
     # without rng, assert_dp in pytest derives its seed from the session seed and the test id: the
     # printed `pytest NODEID --dp-seed SEED` reproduces the failure exactly

@@ -69,6 +69,7 @@ def test_output_over_the_config_is_refused(tmp_path, cmd, flag):
     assert len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_regress_output_into_the_baseline_folder_is_refused(tmp_path):
     import shutil
 

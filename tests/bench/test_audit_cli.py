@@ -271,6 +271,7 @@ def test_shipped_audit_configs_validate(path):
     assert len(quick.module.tasks(quick.spec)) <= len(full.module.tasks(full.spec))
 
 
+@pytest.mark.slow
 def test_quick_run_never_says_every_audit_behaved_when_capped_controls_went_unflagged(tmp_path):
     # --quick caps cut a positive control's budget: it is not judged there, and the summary line and
     # the JSON verdict say how many went unflagged instead of "every audit behaved as expected"

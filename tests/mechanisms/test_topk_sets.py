@@ -170,7 +170,7 @@ def test_bad_output_raises_naming_the_accepted_values(name, bad):
         mechanisms.make(name, epsilon=1.0, k=2, output=bad)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "laplace_top_k" else n for n in NAMES])
 def test_set_law_privacy_loss_within_claim_on_neighbour_grid(name):
     # Post-processing cannot increase the loss; checked on the score_linf vertices as in test_topk.py.
     rng = np.random.default_rng(17)
