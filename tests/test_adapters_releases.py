@@ -189,6 +189,7 @@ def _linreg(lower: float):
 D1, D2 = np.array([[1.0, 1.0], [1.0, 0.0]]), np.array([[1.0, 1.0], [0.0, 0.0]])
 
 
+@pytest.mark.slow
 def test_diffprivlib_linear_regression_diagonal_sensitivity_is_flagged():
     # diffprivlib 0.4.0 - 0.6.6 (diffprivlib#105, unfixed in 0.6.6): the sensitivity of sum x_i^2 is
     # max(|L|, |L|)^2, 0 for bounds (0, U), so that coefficient is released exactly; the fitted coef_

@@ -468,6 +468,7 @@ def test_assert_dp_without_rng_replays_from_the_printed_command(no_rng_project):
     assert counts in again.stdout
 
 
+@pytest.mark.slow
 def test_underpowered_audit_warns_and_fails_under_dp_strict(no_rng_project):
     # 400 calls cannot detect a loss of 2 x epsilon: the pass says so (report and summary), and
     # --dp-strict turns it into a failure

@@ -247,6 +247,7 @@ def test_power_subcommand_refusals(args, names):
     assert_clean_error(power(*args), names=names, before=before, watch=BASELINE)
 
 
+@pytest.mark.slow
 def test_regressing_an_audit_run_says_so(tmp_path):
     # an audit run has verdicts, not an accuracy metric: the message says that (it used to read like a
     # corrupt manifest: "manifest metric must be a column name, got None")

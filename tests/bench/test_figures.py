@@ -696,7 +696,7 @@ def test_median_accuracy_figures_are_readable(name, tmp_path):
         assert any(e.startswith("exactly 0") for e in entries)
 
 
-@pytest.mark.parametrize("name", TEXTBOOK)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "private_mode" else n for n in TEXTBOOK])
 def test_textbook_figures_are_readable(name, tmp_path):
     assert_readable(_capture_run(ROOT / "configs" / f"{name}.yaml", tmp_path, quick=True), KNOWN_DEFECTS.get(name, []))
 

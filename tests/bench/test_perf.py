@@ -93,6 +93,7 @@ def _hide(monkeypatch, *packages: str) -> None:
             monkeypatch.setitem(sys.modules, pkg + sub, None)
 
 
+@pytest.mark.slow
 def test_missing_peers_are_skipped_and_the_hint_is_said_once(tmp_path, monkeypatch, capsys):
     # Simulate a fresh clone without the extra: imports fail and no distribution is installed.
     _hide(monkeypatch, "diffprivlib", "opendp", "pydp")

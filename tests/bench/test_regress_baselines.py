@@ -312,6 +312,7 @@ def em_at_half_epsilon(monkeypatch):
     monkeypatch.setitem(mechanisms.registry._REGISTRY, "exponential", _wrapped("exponential", sample))
 
 
+@pytest.mark.slow
 def test_exponential_mechanism_at_half_epsilon_is_caught_at_the_baselines_size(monkeypatch, tmp_path):
     """The exponential mechanism at epsilon/2, re-run with ANOTHER root seed (independent draws:
     the z-test's setting) at the committed finite baseline's size (20,000 draws per cell).

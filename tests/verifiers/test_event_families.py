@@ -109,7 +109,9 @@ def _draws():
     yield "labels", r.integers(0, 2, (200, 4)), (r.random((200, 4)) < 0.7).astype(int), True
 
 
-@pytest.mark.parametrize("name, y1, y2, finite", list(_draws()))
+# the vector rows' case fits a learned projection per family set: seconds, so in the thorough tier
+@pytest.mark.parametrize("name, y1, y2, finite", [pytest.param(*c, marks=pytest.mark.slow) if c[0] == "rows" and not c[3]
+                                                  else c for c in _draws()])
 def test_historical_spellings_are_sets_of_families(name, y1, y2, finite):
     for old, new in (("all", STANDARD), ("thresholds", STANDARD - {"intervals"})):
         for fl, extra in ((False, set()), (True, {"floats"})):

@@ -65,7 +65,7 @@ def test_unwritable_data_gives_no_json_rather_than_a_wrong_one():
     assert data_to_json(object()) == "" and data_to_json(np.array([object()])) == ""
 
 
-@pytest.mark.parametrize("jobs", [None, 1])
+@pytest.mark.parametrize("jobs", [None, pytest.param(1, marks=pytest.mark.slow)])
 def test_replay_finds_a_search_witness_counts_again(jobs):
     m = _leaky_sum()
     v = V.search(m, budget=100_000, alpha=1e-3, rng=3, float_events=True, jobs=jobs)
