@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from dpharness.verifiers.events.bits import FLOAT_KINDS
+
 from dpharness.verifiers.events import Event
 
 __all__ = ["Witness", "Verdict", "format_data"]
@@ -26,7 +28,7 @@ def format_data(d: Any, limit: int = 12) -> str:
 
 def event_family(event: Any) -> str:
     """``floats`` for a bit-pattern event, ``real-valued`` for any other (the verdict's event family)."""
-    return "floats" if getattr(event, "kind", "") == "float" else "real-valued"
+    return "floats" if getattr(event, "kind", "") in FLOAT_KINDS else "real-valued"
 
 
 def data_to_json(d: Any) -> str:
@@ -230,7 +232,10 @@ def summarize(v: dict) -> str:
         dl = f" At the claimed epsilon, delta >= {v['delta_lower']:.3g}." if v["delta_lower"] > 0 else ""
         fl = (" The witness is an event on the bits of the released doubles: a floating-point leak of this "
               "implementation (its real-valued law may well be private; see snapping or integer-grid noise)."
-              if getattr(w.event, "kind", "") == "float" else "")
+              if getattr(w.event, "kind", "") == "float" else
+              " The witness tells which doubles the noise sampler can reach from a value computed from the data: a "
+              "floating-point leak of this implementation (its real-valued law may well be private; see snapping "
+              "or integer-grid noise)." if getattr(w.event, "kind", "") == "reachable" else "")
         tail = sv + dl + fl
     else:
         tail = (f" At this budget a privacy loss above {v['detectable_epsilon']:.3g} on an event of "

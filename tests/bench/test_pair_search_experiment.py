@@ -74,15 +74,19 @@ def test_tiny_run_writes_both_modes_and_the_table(tmp_path, monkeypatch):
     # the witness pair: one of the suite's (unlabelled, "pair <i>") or a labelled generated one
     assert v2b.loc["given", "pair"].startswith("pair ") and v2b.loc["none", "pair"].startswith("k=")
     assert 0 < v2b["event"].str.len().max() <= 300
+    # the yardstick: the given search's winning pair searched alone (given rows only)
+    assert v2b.loc["given", "best_pair_epsilon_lower"] > 0.7 and math.isnan(v2b.loc["none", "best_pair_epsilon_lower"])
 
     md = (d / "pair_search.md").read_text()
     ratio = v2b.loc["none", "epsilon_lower"] / v2b.loc["given", "epsilon_lower"]
     lines = md.splitlines()
     assert lines[0].startswith("| entry | claimed ε | true ε | given pairs ε≥ | no pair ε≥ | none/given |")
     assert lines[2].startswith(f"| `dpsniper/LaplaceMechanism` | 0.1 | 0.1 | {lap.loc['given', 'epsilon_lower']:.3g} | ")
-    assert lines[2].endswith(" | 0.098 | " + f"{lap.loc['none', 'epsilon_lower'] / 0.098:.2f} | 0/1 | 0/1 |")
+    assert " | 0.098 | " + f"{lap.loc['none', 'epsilon_lower'] / 0.098:.2f} | 0/1 | 0/1 | " in lines[2]
     assert lines[3].startswith("| `statdp/noisy_max_v2b` (broken) | 0.7 | ∞ | ")
-    assert lines[3].endswith(f" | {ratio:.2f} |  |  | 1/1 | 1/1 |")
+    assert f" | {ratio:.2f} |  |  | 1/1 | 1/1 | " in lines[3]
+    best = v2b.loc["given", "best_pair_epsilon_lower"]
+    assert lines[3].endswith(f" | {best:.3g} | {v2b.loc['none', 'epsilon_lower'] / best:.2f} |")
     assert "- statdp: no pair given flags 1/1 broken entries (every repeat: 1/1); given pairs flag 1/1" in md
     assert "- dpsniper: no broken entry selected" in md and "- dpsniper: correct entries flagged: none" in md
     assert "FALSE ALARM" not in md and "budget 40000 calls per search (both modes), alpha 0.05, 1 repeat(s), seed 3" in md
@@ -109,7 +113,7 @@ def test_a_failed_search_is_an_error_row_and_not_ok(tmp_path, monkeypatch):
     err = res.results[res.results["status"] == "error"]
     assert list(err["mode"]) == ["none"] and "ValueError: no pair generator" in err["message"].iloc[0]
     assert "1 search(es) failed" in res.summary.text
-    assert "| `dpsniper/LaplaceMechanism` | 0.1 | 0.1 | " in res.summary.text and " | 0/1 | 0/0 |" in res.summary.text
+    assert "| `dpsniper/LaplaceMechanism` | 0.1 | 0.1 | " in res.summary.text and " | 0/1 | 0/0 | " in res.summary.text
 
 
 def _hand(entry, mode, repeat, eps, violated, broken=True, published=math.nan, true=1.0, status="ok"):
@@ -139,9 +143,9 @@ def test_table_medians_ratios_and_flags_on_hand_built_rows():
     assert t.loc[c, "none_epsilon_lower"] == 4.0 and t.loc[c, "repeats_none"] == 2
 
     lines = ps.table(df, [a, b, c]).splitlines()
-    assert lines[2] == "| `dpsniper/A` (broken) | 0.1 | ∞ | 0.2 | 0.1 | 0.50 | 0.4 | 0.25 | 2/3 | 1/3 |"
-    assert lines[3] == "| `dpsniper/B` | 0.1 | 0.1 | 0 | 0.02 |  |  |  | 0/3 | 1/3 |"
-    assert lines[4] == "| `statdp/C` (broken) | 0.1 |  | 2 | 4 | 2.00 |  |  | 3/3 | 2/2 |"
+    assert lines[2] == "| `dpsniper/A` (broken) | 0.1 | ∞ | 0.2 | 0.1 | 0.50 | 0.4 | 0.25 | 2/3 | 1/3 |  |  |"
+    assert lines[3] == "| `dpsniper/B` | 0.1 | 0.1 | 0 | 0.02 |  |  |  | 0/3 | 1/3 |  |  |"
+    assert lines[4] == "| `statdp/C` (broken) | 0.1 |  | 2 | 4 | 2.00 |  |  | 3/3 | 2/2 |  |  |"
 
     text = ps.suite_summary(df, [a, b, c])
     assert text.startswith("**FALSE ALARMS (correct entries flagged): dpsniper/B (given 0/3, none 1/3)**")

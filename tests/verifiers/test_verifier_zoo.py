@@ -203,12 +203,14 @@ def test_calibration_false_violations_within_binomial_bound():
 
 
 @pytest.mark.slow
-def test_search_calibration_on_tight_laplace():
-    # The pair search selects pair, event and direction on selection draws only, so the whole search
-    # is one alpha-level certification: over 200 seeds on a tight correct control (Laplace at exactly
-    # epsilon, pair loss = claim on the left tail) the false flags stay below the (1 - 1e-6) quantile
-    # of Bin(200, 0.05).
-    m = zoo.make("laplace", epsilon=1.0)
+@pytest.mark.parametrize("name,budget", [("laplace", 4000), ("rnm_laplace", 20_000), ("em", 20_000),
+                                         ("noisy_histogram", 20_000)])
+def test_search_calibration_on_tight_controls(name, budget):
+    # The pair search selects pair, event and direction on selection draws only -- shared draws of a
+    # dataset, pooled group scores and all -- so the whole search is one alpha-level certification:
+    # over 200 seeds on a tight correct control the false flags stay below the (1 - 1e-6) quantile of
+    # Bin(200, 0.05) (27). The score-vector controls exercise the grouped ranking (54 generated pairs).
+    m = zoo.make(name, epsilon=1.0)
     S, alpha = 200, 0.05
-    false = sum(verifiers.search(m, budget=4000, alpha=alpha, rng=70000 + s).violated for s in range(S))
+    false = sum(verifiers.search(m, budget=budget, alpha=alpha, rng=70000 + s).violated for s in range(S))
     assert false <= int(stats.binom.isf(1e-6, S, alpha))

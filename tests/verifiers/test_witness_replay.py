@@ -26,6 +26,8 @@ EVENTS = [
     Event("outside", lo=-1.0, hi=1.0), Event("atom", lo=5e-324, hi=5e-324), Event("nan"),
     Event("set", values=(0, 2, 3)), Event("set", values=((1, 0), (0, 1))), Event("set", values=("a", "b")),
     Event("float", values=((0, -3, -55), (1, 2, -50)), coord=2), Event("float", values=((1, -52),)),
+    Event("reachable", values=("laplace", 1, 0.1 + 0.2, 1.0 / 3.0)),
+    Event("reachable", values=("uniform", 0, 0.0, 0.1 + 0.2, 0.7, 1.0)),
     Event("le", hi=0.25, projection=Projection("real", 2, (1,), ((0, 1.0),), (0, 1), (0.5, -1e-300),
                                                 (1.0, 2.0), (0.1, -0.2, 0.3))),
 ]

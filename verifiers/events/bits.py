@@ -12,7 +12,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["float_labels", "describe_label", "label_keys", "contains", "ZERO", "INF", "NAN"]
+__all__ = ["float_labels", "describe_label", "label_keys", "contains", "ZERO", "INF", "NAN", "FLOAT_KINDS"]
+
+#: The event kinds of the ``floats`` family: bit-pattern labels and sampler reachability
+#: (:mod:`verifiers.events.floats`, :mod:`verifiers.events.reachable`).
+FLOAT_KINDS = frozenset({"float", "reachable"})
 
 #: ``binade`` (and ``low``) of +-0.0, +-inf and NaN: outside the range of finite doubles' exponents
 #: (-1073 .. 1024), so each is a label of its own.

@@ -49,6 +49,9 @@ class Draws:
     y2: Any
     finite: bool
     families: frozenset
+    #: ``(d1, d2, claim)`` of the pair being audited, when the caller knows it (events relative to
+    #: the data read it: :mod:`verifiers.events.reachable`); None otherwise
+    context: Any = None
 
     @property
     def law(self) -> str:
@@ -128,10 +131,11 @@ def family_names() -> tuple[str, ...]:
     return tuple(f.name for f in registry())
 
 
-def build_candidates(y1: Any, y2: Any, finite: bool, families: Any) -> Candidates:
+def build_candidates(y1: Any, y2: Any, finite: bool, families: Any, context: Any = None) -> Candidates:
     """Candidate events of the selected ``families`` (names) from the selection draws: every family
-    that reads this output law, in order, its blocks joined (:func:`verifiers.events.concat`)."""
-    d = Draws(y1, y2, bool(finite), frozenset(families))
+    that reads this output law, in order, its blocks joined (:func:`verifiers.events.concat`).
+    ``context``: ``(d1, d2, claim)`` of the pair, for the families that relate outputs to the data."""
+    d = Draws(y1, y2, bool(finite), frozenset(families), context)
     blocks: list[Candidates] = []
     for fam in registry():
         if (fam.name not in d.families and not fam.always) or d.law not in fam.laws:

@@ -39,6 +39,7 @@ from dpharness.verifiers.events.bits import float_labels, label_keys
 from dpharness.verifiers.events.core import Candidates, LabelEvent, concat
 from dpharness.verifiers.events.families import Draws, Family, register
 from dpharness.verifiers.events.finite import set_candidates
+from dpharness.verifiers.events.reachable import reachable_candidates
 
 __all__ = ["float_candidates", "float_labels", "FLOAT_VECTOR_WIDTH", "BitPattern", "FLOAT_FAMILY"]
 
@@ -104,7 +105,7 @@ class Floats(Family):
 
     def candidates(self, d: Draws) -> list[Candidates]:
         if not d.rows:
-            return [float_candidates(d.y1, d.y2)]
+            return [float_candidates(d.y1, d.y2), *reachable_candidates(d.y1, d.y2, d.context)]
         if np.asarray(d.y1).dtype.kind != "f" or d.width > FLOAT_VECTOR_WIDTH:
             return []
         return [float_candidates(d.y1, d.y2, coord=j) for j in range(d.width)]

@@ -11,7 +11,7 @@ import numpy as np
 from dpharness.verifiers.input_domains import Interval
 from dpharness.verifiers.relations.records import is_frame
 
-__all__ = ["accepts", "example_data", "unit", "domain_of", "lengths", "bounds", "admits_missing"]
+__all__ = ["accepts", "example_data", "unit", "domain_of", "lengths", "bounds", "admits_missing", "answers_each_query"]
 
 
 def accepts(mechanism: Any, data: Any, failures: list | None = None, label: str = "") -> bool:
@@ -66,6 +66,20 @@ def lengths(mechanism: Any, preferred: tuple[int, ...]) -> list[int]:
     if ok:
         return ok
     return [k for k in (1, 2, 3, 4, 5, 10, 20, 50, 100) if accepts(mechanism, np.zeros(k), [])][:2]
+
+
+def answers_each_query(mechanism: Any, k: int) -> bool:
+    """Whether the mechanism releases a row with one or more coordinates per query of a length-``k``
+    query vector (sparse vector, histograms, prefix sums), as opposed to a selection (an index or
+    the winner's value): two draws on ``k`` zeros, rows of ``k`` or a multiple of ``k`` coordinates."""
+    try:
+        y = np.asarray(mechanism.sample(np.zeros(k), size=2, rng=0))
+    except Exception:  # user code may raise anything: then it is not known to answer each query
+        return False
+    if y.ndim < 2 or y.shape[0] != 2 or k < 2:
+        return False
+    width = int(np.prod(y.shape[1:]))
+    return width >= k and width % k == 0
 
 
 def bounds(mechanism: Any) -> tuple[float, float]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from dpharness.verifiers.relations.base import Relation, sensitivity_of
 from dpharness.verifiers.relations.pairs import Pair
-from dpharness.verifiers.relations.probe import accepts, domain_of, example_data, lengths, unit
+from dpharness.verifiers.relations.probe import accepts, answers_each_query, domain_of, example_data, lengths, unit
 
 
 def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.ndarray, str]]:
@@ -56,7 +56,13 @@ def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.nd
 def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     """Bases with ties and with a leader ahead by 0, 1, 2, 4, 8 x sensitivity/epsilon, one
     candidate far ahead, the example and its all-ties twin, each moved by the sensitivity in every
-    pattern the relation allows (one direction only when ``relation.monotone``)."""
+    pattern the relation allows (one direction only when ``relation.monotone``).
+
+    A mechanism that answers each query (its release has a coordinate per query: sparse vector,
+    prefix sums) gets the ties bases only: a leader far ahead is the pattern of a *selection*
+    (noisy max returns one winner); for answers to each query it only fixes the first answer, and
+    five such bases would cost the search five times the draws for the query patterns that matter
+    (half up and half down, all up, one up)."""
     monotone = bool(getattr(relation, "monotone", False))
     sens, eps = unit(mechanism)
     step = sens * max(1.0, 1.0 / eps)
@@ -69,13 +75,17 @@ def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
             bases.append((a, "example"))
             if a.ndim >= 1 and a.size > 1:
                 bases.append((np.zeros_like(a), "example shape, ties"))
-    for k in lengths(mechanism, (2, 5)):
-        for g in gaps:
+    # answers to each query: longer query sequences (a sparse vector's loss grows with the queries
+    # answered "below" before its "above"), ties only; a selection: short vectors, every leader gap
+    short = lengths(mechanism, (2, 5))
+    each = any(answers_each_query(mechanism, k) for k in short)
+    for k in (lengths(mechanism, (5, 10)) if each else short):
+        for g in (gaps[:1] if each else gaps):
             b = np.zeros(k)
             b[0] = g * step
             bases.append((b, f"k={k}, leader gap {g:g}*sens/eps" if g else f"k={k}, ties"))
     for k in lengths(mechanism, (5,)):
-        if k > 1:
+        if k > 1 and not answers_each_query(mechanism, k):
             bases.append((np.concatenate([[0.0], np.full(k - 1, -8.0 * step)]), f"k={k}, one candidate far ahead"))
     out: list[Pair] = []
     dom = domain_of(mechanism)

@@ -37,6 +37,7 @@ import numpy as np
 from dpharness.mechanisms.base import ParamError
 from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
+from dpharness.verifiers.events.bits import FLOAT_KINDS
 from dpharness.verifiers.events import Candidates, Event, build_candidates, event_families, registry, resolve_events
 from dpharness.verifiers.events.families import FLOATS, check_events, check_float_events, mechanism_families
 from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
@@ -131,14 +132,14 @@ SUPPORT_SLACK = 0.05
 
 
 def candidates_for(y1: np.ndarray, y2: np.ndarray, finite: bool, events: Any = "all",
-                   float_events: bool | None = None) -> Candidates:
+                   float_events: bool | None = None, context: Any = None) -> Candidates:
     """Candidate events from the selection draws: those of every family in ``events`` (a set of
     family names, or anything :func:`verifiers.events.event_families` reads, with ``float_events``
     True/False switching the ``floats`` family on/off), in the families' order
     (:func:`verifiers.events.build_candidates`). ``ValueError`` naming ``events`` when those
     families have no candidate for these outputs."""
     fams = event_families(events, float_events)
-    cand = build_candidates(y1, y2, finite, fams)
+    cand = build_candidates(y1, y2, finite, fams, context)
     if not len(cand):
         what = f"{'finite' if finite else 'real'} {'rows' if np.ndim(y1) >= 2 else 'outputs'}"
         known = ", ".join(f"{f.name} ({'/'.join(f.laws)})" for f in registry())
@@ -156,7 +157,7 @@ def resolve_float_events(mechanism: Any, float_events: Any) -> bool:
 
 def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float,
                 delta: float = 0.0, events: Any = "all", float_events: bool | None = None,
-                epsilon: float | None = None) -> Choice:
+                epsilon: float | None = None, context: Any = None) -> Choice:
     """Maximise :func:`selection_score` over every candidate event and both directions.
 
     Only candidates more frequent under the numerator than under the denominator (and above delta)
@@ -168,28 +169,29 @@ def best_choice(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, al
     one dataset only), which says more than a finite bound a little higher. Every choice is still
     made on the selection draws alone, so the certification keeps its level.
     """
-    n_sel, cand, gamma = _candidates(y1, y2, finite, events, float_events)
+    n_sel, cand, gamma = _candidates(y1, y2, finite, events, float_events, context)
     return _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
 
 
-def _candidates(y1: np.ndarray, y2: np.ndarray, finite: bool, events: Any, float_events: bool | None
-                ) -> tuple[int, Candidates, float]:
+def _candidates(y1: np.ndarray, y2: np.ndarray, finite: bool, events: Any, float_events: bool | None,
+                context: Any = None) -> tuple[int, Candidates, float]:
     """(selection draws per dataset, the candidate events, their shrinkage level)."""
     n_sel = int(np.shape(y1)[0])  # draws, not coordinates: rows of vector outputs count once
-    cand = candidates_for(y1, y2, finite, events, float_events)
+    cand = candidates_for(y1, y2, finite, events, float_events, context)
     return n_sel, cand, SHRINK if SHRINK is not None else shrink_level(2 * len(cand))
 
 
 def best_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float, delta: float = 0.0,
-                 events: Any = "all", epsilon: float | None = None) -> tuple[Choice, Choice | None]:
+                 events: Any = "all", epsilon: float | None = None, context: Any = None
+                 ) -> tuple[Choice, Choice | None]:
     """:func:`best_choice` over every family of ``events``, and the best choice among the events that
     are not bit patterns (None when there is none), from one set of candidates: the second is what
     a certification beside a winning bit-pattern event needs (:func:`certify_best`)."""
-    n_sel, cand, gamma = _candidates(y1, y2, finite, events, None)
+    n_sel, cand, gamma = _candidates(y1, y2, finite, events, None, context)
     first = _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
-    if getattr(first.event, "kind", "") != "float":
+    if getattr(first.event, "kind", "") not in FLOAT_KINDS:
         return first, first
-    real = np.asarray(cand.kinds) != "float"
+    real = ~np.isin(np.asarray(cand.kinds), list(FLOAT_KINDS))
     if not real.any():
         return first, None
     return first, _choose(cand, real, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon,
@@ -541,7 +543,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     y1, y2 = sample_draws_pair(mechanism, d1, d2, n_sel, seed, (0, SELECT, 0), (0, SELECT, 1))
     # a bit-pattern winner is certified beside the best real-valued event (certify_best)
     ch, second = best_choices(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
-                              epsilon=float(mechanism.claim.epsilon))
+                              epsilon=float(mechanism.claim.epsilon), context=(d1, d2, mechanism.claim))
     backup = second if second is not None and second is not ch else None
     return certify_best(mechanism, d1, d2, choices=[ch] if backup is None else [ch, backup], n_cert=n_cert,
                         alpha=alpha, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1)

@@ -24,17 +24,21 @@ from dpharness.mechanisms.contracts import check_auditable
 from dpharness.verifiers import bounds
 from dpharness.verifiers.claims import annotate, at_pair, pairs_for
 from dpharness.verifiers.relations import merge_swaps
+from dpharness.verifiers.events.bits import FLOAT_KINDS
 from dpharness.verifiers.events.families import FLOATS
-from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, certify,
+from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify,
                                                    certify_best, check_samples, check_selection, check_sequential,
                                                    best_choices, event_family, is_finite, resolve_events, seed_of)
-from dpharness.verifiers.statistical.parallel import active, sample_draws, sample_draws_pair, sampling
+from dpharness.verifiers.statistical.parallel import sample_draws, sampling
+from dpharness.verifiers.statistical.pooling import dataset_index, move_groups, search_rounds
 from dpharness.verifiers.verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
 
 #: Share of the budget spent on selection (pairs x events x directions) in a search.
 DEFAULT_SEARCH_SELECTION = 0.4
+#: Pairs kept in a round of group ranking for their own score, whatever their groups' scores.
+PROTECT = 2
 
 
 def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float = 0.05, rng: Any = None,
@@ -111,7 +115,12 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
         raise ValueError(
             f"budget={budget} is too small for {P} candidate pairs: selection needs >= {4 * P} calls "
             f"(2 per dataset per pair); raise the budget to at least {math.ceil(4 * P / float(selection)) + 2}")
-    rounds = max(1, math.ceil(math.log2(P)) + 1) if P > 1 else 1
+    # One draw stream per distinct dataset (pairs sharing a base share its draws), and pairs moving
+    # their data by the same sign pattern ranked as a group on their pooled draws before they are
+    # ranked one by one (verifiers/statistical/pooling.py; docs/auditing.md).
+    data, ends = dataset_index(pairs)
+    factors = [move_groups(pairs), [i1 for i1, _ in ends]]
+    rounds = search_rounds(factors, protect=PROTECT)
     # With float events on, a bit-pattern event that wins the selection by chance must not hide what
     # the real-valued events certify: each pair's best real-valued event is kept beside its best event
     # of every family, its pair is never dropped by the halving, and both winners are certified at
@@ -119,53 +128,53 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     two_track = FLOATS in fams and bool(fams - {FLOATS}) and not sequential
     real: dict[int, Choice] = {}
     alive = list(range(P))
-    ys: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {j: ([], []) for j in range(P)}
+    pool: dict[int, list[np.ndarray]] = {}
+    failed: dict[int, str] = {}
     choices: dict[int, Choice] = {}
     spent = 0
     for r in range(rounds):
         left = rounds - r
+        live = sorted({i for j in alive for i in ends[j]} - set(failed))
         per_round = (sel_budget - spent) // left
-        m = per_round // (2 * len(alive))
+        m = per_round // max(1, len(live))
         if r == 0:
             m = max(m, 1)  # sel_budget >= 4P guarantees this fits
         if m < 1:
             break
-        for j in list(alive):
-            a, b = ys[j]
+        for i in live:
             try:
-                if active() is None:  # one stream per role, as always
-                    a.append(sample_draws(mechanism, pairs[j].d1, m, seed, (j, SELECT, 0, r)))
-                    spent += m
-                    b.append(sample_draws(mechanism, pairs[j].d2, m, seed, (j, SELECT, 1, r)))
-                    spent += m
-                else:  # both datasets' chunks on the workers at once
-                    y1, y2 = sample_draws_pair(mechanism, pairs[j].d1, pairs[j].d2, m, seed, (j, SELECT, 0, r),
-                                               (j, SELECT, 1, r))
-                    a.append(y1)
-                    b.append(y2)
-                    spent += 2 * m
+                pool.setdefault(i, []).append(sample_draws(mechanism, data[i], m, seed, (i, SELECT, 2, r)))
+                spent += m
             except Exception as exc:  # any failure of a generated pair is reported, not fatal
                 if not generated:
                     raise
-                skipped.append({"pair": pairs[j].label, "error": f"{type(exc).__name__}: {exc}"[:300],
-                                "phase": "selection"})
+                failed[i] = f"{type(exc).__name__}: {exc}"[:300]
+        for j in list(alive):
+            i1, i2 = ends[j]
+            if i1 in failed or i2 in failed:
+                skipped.append({"pair": pairs[j].label, "error": failed.get(i1) or failed[i2], "phase": "selection"})
                 alive.remove(j)
                 continue
             # the pair's best event, and its best real-valued one (the same unless a bit pattern won)
-            choices[j], second = best_choices(np.concatenate(a), np.concatenate(b), finite=finite, n_cert=n_cert,
-                                              alpha=alpha, delta=float(held[j].claim.delta), events=fams,
-                                              epsilon=float(held[j].claim.epsilon))
+            choices[j], second = best_choices(np.concatenate(pool[i1]), np.concatenate(pool[i2]), finite=finite,
+                                              n_cert=n_cert, alpha=alpha, delta=float(held[j].claim.delta),
+                                              events=fams, epsilon=float(held[j].claim.epsilon),
+                                              context=(pairs[j].d1, pairs[j].d2, held[j].claim))
             real[j] = second if second is not None else choices[j]
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")
         if len(alive) > 1 and r < rounds - 1:
-            ranked = sorted(alive, key=lambda j: (-(choices[j].score - margin_of[j]), j))
-            kept = ranked[: max(1, math.ceil(len(alive) / 2))]
+            if any(_informative(f, alive) for f in factors):
+                alive = _best_groups(alive, factors, pool, ends, choices, margin_of, held, finite=finite,
+                                     n_cert=n_cert, alpha=alpha, events=fams)
+            else:
+                ranked = sorted(alive, key=lambda j: (-(choices[j].score - margin_of[j]), j))
+                alive = ranked[: max(1, math.ceil(len(alive) / 2))]
             if two_track:  # the pair of the best real-valued event stays in the race
-                jr = max(alive, key=lambda j: (real[j].score - margin_of[j], -j))
-                kept += [] if jr in kept else [jr]
-            alive = kept
+                jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j))
+                alive += [] if jr in alive or any(i in failed for i in ends[jr]) else [jr]
+    ys = {j: (pool[ends[j][0]], pool[ends[j][1]]) for j in alive}
     best = max(alive, key=lambda j: (choices[j].score - margin_of[j], -j))
     ch = choices[best]
     mech = held[best]  # the mechanism held to the winning pair's claim
@@ -180,7 +189,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
         _report(v, skipped, merged)
         return v
     jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j))
-    if not two_track or real[jr] is ch or getattr(ch.event, "kind", "") != "float":
+    if not two_track or real[jr] is ch or getattr(ch.event, "kind", "") not in FLOAT_KINDS:
         v = certify_best(mech, p.d1, p.d2, choices=[ch], n_cert=lam, alpha=alpha, seed=seed, key=(best,),
                          calls_so_far=spent, pairs_tried=P, label=p.label, split_cert=n_cert)
     elif jr == best:  # both events on the one pair: counted on the same draws, alpha/2 each
@@ -192,6 +201,49 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     v = annotate(v, held[_pair_of(v, pairs, best)])
     _report(v, skipped, merged)
     return v
+
+
+def _informative(factor: list[int], alive: list[int]) -> bool:
+    """A grouping worth ranking: two or more groups among the live pairs, one of them of two or more."""
+    sizes = np.bincount([factor[j] for j in alive])
+    return int(np.count_nonzero(sizes)) > 1 and int(sizes.max()) > 1
+
+
+def _best_groups(alive: list[int], factors: list[list[int]], pool: dict[int, list[np.ndarray]],
+                 ends: list[tuple[int, int]], choices: dict[int, Choice], margin_of: list[float], held: list, *,
+                 finite: bool, n_cert: int, alpha: float, events: Any) -> list[int]:
+    """The live pairs in the better half of the groups of every informative factor (a factor groups
+    pairs: by their move, by their base), each group ranked by the best predicted bound on its
+    pooled selection draws minus its members' mean claim (privacy maps); when no pair is in the
+    better half of every factor, those of any. The :data:`PROTECT` pairs that lead on their own
+    draws stay too: a group's pooled score is conservative (a mixture never beats its best member),
+    so one strong pair among weak ones is not lost."""
+    kept_by: list[set[int]] = []
+    for factor in factors:
+        if not _informative(factor, alive):
+            continue
+        members: dict[int, list[int]] = {}
+        for j in alive:
+            members.setdefault(factor[j], []).append(j)
+        score: dict[int, float] = {}
+        for g, js in members.items():
+            margin = float(np.mean([margin_of[j] for j in js]))
+            if len(js) == 1:
+                score[g] = choices[js[0]].score - margin
+                continue
+            y1 = np.concatenate([a for j in js for a in pool[ends[j][0]]])
+            y2 = np.concatenate([a for j in js for a in pool[ends[j][1]]])
+            ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha,
+                             delta=float(held[js[0]].claim.delta), events=events)
+            score[g] = ch.score - margin
+        ranked = sorted(members, key=lambda g: (-score[g], min(members[g])))
+        top = set(ranked[: max(1, math.ceil(len(ranked) / 2))])
+        kept_by.append({j for j in alive if factor[j] in top})
+    if not kept_by:
+        return alive
+    both = set.intersection(*kept_by) or set.union(*kept_by)
+    alone = sorted(alive, key=lambda j: (-(choices[j].score - margin_of[j]), j))[:PROTECT]
+    return [j for j in alive if j in both or j in alone]
 
 
 def _pair_of(v: Verdict, pairs: list, default: int) -> int:

@@ -1,0 +1,187 @@
+"""Float events relative to the data: the sampler models are exact (brute force over a window of
+the sampler's integers), and the events find leaks finer than a binade while float-safe releases
+stay unflagged."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+from dpharness import verifiers
+from dpharness.verifiers.events.reachable import Reachable, centres, reachable_candidates, scales
+from dpharness.verifiers.events.samplers import reachable
+from dpharness.verifiers.input_domains import Interval
+
+TWO53 = 2.0 ** 53
+
+
+def _libm_forward(name: str, k: int, c: float, b: float) -> float:
+    """The sampler's double operations in its own order, with the C library's log (definitional)."""
+    U = k / TWO53
+    if name in ("laplace", "laplace_scaled"):
+        lg = math.log((2.0 - U) - U) if U >= 0.5 else math.log(U + U)
+        sgn = -1.0 if U >= 0.5 else 1.0
+        return (c + sgn * (b * lg)) if name == "laplace" else (sgn * lg) * b + c
+    if name == "exponential":
+        return c + b * -math.log(1.0 - U)
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("name,c,b,k0", [
+    ("laplace", 0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 12345),      # U < 1/2
+    ("laplace", 5.5, 10.0, 2 ** 52 + 2 ** 50 + 777),        # U >= 1/2
+    ("laplace_scaled", -0.3, 0.37, 2 ** 50 + 99),
+    ("exponential", 0.01, 0.5, 2 ** 52 - 4321),
+])
+def test_location_models_agree_with_brute_force_on_a_window(name, c, b, k0):
+    # every double between the first and last output of 400 consecutive integers k: reachable
+    # exactly when one of those k gives it (the forward map is monotone in k on each branch, so no
+    # k outside the window lands strictly inside its range)
+    outs = {_libm_forward(name, k, c, b) for k in range(k0, k0 + 400)}
+    lo, hi = min(outs), max(outs)
+    grid = [lo]
+    while grid[-1] < hi:
+        grid.append(math.nextafter(grid[-1], math.inf))
+    got = reachable((name, c, b), np.array(grid))
+    want = np.array([g in outs for g in grid])
+    inner = slice(1, -1)  # the two ends may also be reached from k outside the window
+    assert want[inner].any() and (~want[inner]).any()  # a sparse stretch: the test can tell
+    assert np.array_equal(got[inner], want[inner])
+
+
+def test_uniform_model_agrees_with_brute_force_on_a_window():
+    pts = (0.0, 0.05, 0.27, 1.0)
+    lo, hi = 0.05, 0.27
+    w = hi - lo
+    k0 = 2 ** 49 + 31
+    outs = {lo + w * (k / TWO53) for k in range(k0, k0 + 400)}
+    a, z = min(outs), max(outs)
+    grid = [a]
+    while grid[-1] < z:
+        grid.append(math.nextafter(grid[-1], math.inf))
+    got = reachable(("uniform", *pts), np.array(grid))
+    want = np.array([g in outs for g in grid])
+    assert want[1:-1].any() and (~want[1:-1]).any()
+    assert np.array_equal(got[1:-1], want[1:-1])
+
+
+def test_every_output_of_the_real_samplers_is_reachable():
+    """numpy's and scipy's own draws are reachable under their model (no miss: exact, not statistical)."""
+    rng = np.random.default_rng(0)
+    c, b = float(np.sum([0.1, 0.2, 0.3, 0.7])), 1.0 / 0.3
+    assert reachable(("laplace", c, b), rng.laplace(c, b, 20_000)).all()
+    assert reachable(("laplace", c, b), c + rng.laplace(0.0, b, 20_000)).all()
+    assert reachable(("laplace_scaled", c, b), st.laplace.rvs(loc=c, scale=b, size=20_000, random_state=rng)).all()
+    rs = np.random.RandomState(1)
+    assert reachable(("exponential", c, b), c + rs.exponential(b, 20_000)).all()
+    pts = np.array([0.0, 0.13, 0.27, 0.44, 1.0])
+    i = rng.integers(0, 4, 20_000)
+    assert reachable(("uniform", *pts), rng.uniform(pts[i], pts[i + 1])).all()
+    # and a release that is not from the model is mostly not reachable
+    assert reachable(("laplace", c, b), rng.laplace(c + 0.3, b, 20_000)).mean() < 0.95
+
+
+def test_centres_and_scales():
+    d = np.array([0.1, 0.2, 0.3])
+    cs = centres(d)
+    assert float(np.sum(d)) in cs and math.fsum(d.tolist()) in cs and float(np.mean(d)) in cs and 3.0 in cs
+    assert centres(2.5) == [2.5] and centres(["a", "b"]) == []
+
+    class C:
+        epsilon, sensitivity = 0.3, 1.0
+    assert 1.0 / 0.3 in scales(C) and 1.0 * (1.0 / 0.3) in scales(C)
+    assert reachable_candidates(np.zeros(100), np.ones(100), None) == []
+
+
+EPS = 1.0
+DECIMALS = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
+
+
+def _sum_laplace(d, n, rng):
+    return float(np.sum(np.clip(d, 0.0, 1.0))) + rng.laplace(0.0, 1.0 / EPS, n)
+
+
+def _mean_scipy(d, n, rng):
+    d = np.clip(d, 0.0, 1.0)
+    return st.laplace.rvs(loc=float(np.mean(d)), scale=1.0 / (EPS * d.size), size=n, random_state=rng)
+
+
+def _em_median(d, n, rng):
+    # the continuous exponential mechanism for the median on [0, 1]: an interval between consecutive
+    # points by Gumbel-max on log(width) - eps |rank - n/2| / 2, then a uniform draw inside it
+    x = np.concatenate([[0.0], np.sort(np.clip(d, 0.0, 1.0)), [1.0]])
+    logp = np.log(np.maximum(np.diff(x), 1e-300)) - EPS * np.abs(np.arange(d.size + 1) - d.size / 2) / 2
+    i = np.argmax(logp + rng.gumbel(size=(n, d.size + 1)), axis=1)
+    return rng.uniform(x[i], x[i + 1])
+
+
+def _rounded(d, n, rng):
+    return np.round(_sum_laplace(d, n, rng), 3)
+
+
+def _snapped(d, n, rng):
+    lam = 2.0 ** -10
+    return np.round(_sum_laplace(d, n, rng) / lam) * lam
+
+
+def _integer_grid(d, n, rng):
+    s = round(float(np.sum(np.clip(d, 0.0, 1.0))) * 100)
+    p = -math.expm1(-EPS / 100)
+    return (s + rng.geometric(p, n) - rng.geometric(p, n)) / 100.0
+
+
+def _pair(i: int, v: float):
+    d2 = DECIMALS.copy()
+    d2[i] = v
+    return DECIMALS, d2
+
+
+LEAKS = [("sum", _sum_laplace, 1.0, _pair(0, 0.7)), ("mean_scipy", _mean_scipy, 0.1, _pair(3, 0.45)),
+         ("em_median_edge", _em_median, None, _pair(0, 0.05))]
+CONTROLS = [("rounded", _rounded), ("snapped", _snapped), ("integer_grid", _integer_grid)]
+
+
+def _mech(fn, sens=1.0):
+    return verifiers.wrap(fn, epsilon=EPS, neighbours="replace_one", sensitivity=sens, input_domain=Interval(0.0, 1.0))
+
+
+@pytest.mark.parametrize("name,fn,sens,pair", LEAKS, ids=[x[0] for x in LEAKS])
+def test_leaks_finer_than_a_binade_are_support_violations(name, fn, sens, pair):
+    m = _mech(fn, sens)
+    off = verifiers.audit(m, *pair, samples=100_000, alpha=1e-3, rng=1)
+    assert off.epsilon_lower < 1.0  # the real-valued law is private (about): its events cannot see it
+    on = verifiers.audit(m, *pair, samples=100_000, alpha=1e-3, rng=1, float_events=True)
+    # a support violation at 10^5 draws per dataset certifies ln(n / ln(1/alpha))-ish: far above 1
+    assert on.violated and on.support_violation and on.epsilon_lower > 4.0, on.summary
+    assert isinstance(on.witness.event, Reachable)
+    again = verifiers.Event.from_json(on.witness.event.to_json())
+    assert again == on.witness.event
+    rep = verifiers.replay(m, *pair, event=again, direction=on.witness.direction, samples=on.witness.samples,
+                           seed=on.witness.seed, key=on.witness.key, chunked=on.witness.chunked, alpha=1e-3)
+    assert rep.witness.counts == on.witness.counts
+
+
+@pytest.mark.parametrize("name,fn", CONTROLS, ids=[x[0] for x in CONTROLS])
+def test_float_safe_releases_are_not_flagged(name, fn):
+    # each audit is a level-1e-3 test: a correct release is flagged with probability <= 1e-3
+    v = verifiers.audit(_mech(fn), *_pair(0, 0.7), samples=100_000, alpha=1e-3, rng=2, float_events=True)
+    assert not v.violated, v.summary
+
+
+def test_search_finds_the_decimal_sum_leak_without_a_pair():
+    v = verifiers.search(_mech(_sum_laplace), budget=200_000, alpha=1e-3, rng=3, float_events=True)
+    assert v.violated and v.support_violation, v.summary
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,fn", CONTROLS, ids=[x[0] for x in CONTROLS])
+def test_float_safe_controls_false_violations_over_200_seeds(name, fn):
+    # 200 audits at alpha = 0.05 on a float-safe release: false violations ~ Binomial(200, <= 0.05);
+    # fail above its 1 - 1e-6 quantile (27), so a sound verifier fails this with probability < 1e-6
+    limit = int(st.binom.ppf(1 - 1e-6, 200, 0.05))
+    flags = sum(verifiers.audit(_mech(fn), *_pair(0, 0.7), samples=20_000, alpha=0.05, rng=s,
+                                float_events=True).violated for s in range(200))
+    assert flags <= limit

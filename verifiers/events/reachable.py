@@ -1,0 +1,162 @@
+"""Float events relative to the data: "the release is (not) a double that a common sampler can
+output around a value computed from the pair's data".
+
+A float release ``fl(s + Y)`` of a statistic ``s`` with noise ``Y`` drawn by an inverse-CDF sampler
+can only take the doubles the sampler reaches from ``s`` (:mod:`verifiers.events.samplers`). Under
+the neighbour, whose statistic is ``s'``, most releases are still reachable from ``s`` (the
+sampler's outputs are dense) but not all: a share of the doubles near the output are reachable
+from one dataset's statistic only. That is a leak finer than a binade -- decimal data, sums of
+records, a median drawn uniformly between two data points -- which the bit-pattern labels of the
+output alone (:mod:`verifiers.events.floats`) do not see. The events here test it directly:
+
+* for each dataset of the pair, centres it can have produced: ``numpy.sum``, :func:`math.fsum`,
+  the left-to-right sum, ``numpy.mean``, ``numpy.median`` and the count of a 1-D numeric dataset
+  (a scalar dataset is its own centre); only centres within six standard errors of the selection
+  draws' median are kept;
+* scales the claim implies (``sensitivity / epsilon`` written the ways libraries write it), kept
+  when within 15 % of the draws' mean absolute deviation;
+* for each (sampler model, centre, scale) and for the interval model of each dataset's sorted
+  points: the event "reachable" and its complement "not reachable".
+
+The complement is the strong one: under the dataset whose statistic is the centre it has
+probability (about) zero, under the neighbour a fixed share -- a support violation. A float-safe
+release (snapped to a grid, discrete noise, rounded to decimals) is reachable under neither, or
+under both alike. The events are functions of the output with parameters fixed from the data and
+the selection draws, chosen on the selection split like every other event: the certification's
+level does not depend on them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpharness.verifiers.events.core import Candidates, LabelEvent, fmt, labelled
+from dpharness.verifiers.events.samplers import reachable
+
+__all__ = ["Reachable", "reachable_candidates", "centres", "scales"]
+
+#: Models whose parameters are a centre and a scale.
+_LOCATION_MODELS = ("laplace", "laplace_scaled", "exponential")
+#: Data larger than this is not searched for centres or intervals (the events would carry it whole).
+MAX_POINTS = 10_000
+
+
+class Reachable(LabelEvent):
+    """``values = (model, negate, *params)``: the output is (``negate`` 0) or is not (1) a double
+    the sampler ``model`` can release with those parameters (:func:`verifiers.events.samplers.reachable`)."""
+
+    kinds = ("reachable",)
+
+    def contains(self, y: Any) -> np.ndarray:
+        y = np.asarray(y)
+        v = y.reshape(y.shape[0], -1)[:, self.coord] if self.coord >= 0 else y.reshape(-1)
+        model, negate, params = self.values[0], int(self.values[1]), tuple(self.values[2:])
+        hit = reachable((model, *params), v)
+        return ~hit if negate else hit
+
+    def describe(self) -> str:
+        model, negate, params = self.values[0], int(self.values[1]), self.values[2:]
+        v = "y" if self.coord < 0 else f"y[{self.coord}]"
+        what = "not " if negate else ""
+        if model == "uniform":
+            pts = ", ".join(fmt(p) for p in params[:3]) + (f", ... ({len(params)} points)" if len(params) > 3 else "")
+            return f"{{{v} is {what}lo + (hi - lo) U between consecutive data points [{pts}], U in 2^-53 Z}}"
+        c, b = params
+        return f"{{{v} is {what}an output of the {model} sampler around c = {float(c)!r}, scale {float(b)!r}}}"
+
+
+def _numeric_1d(d: Any) -> np.ndarray | None:
+    try:
+        a = np.asarray(d)
+    except (TypeError, ValueError):  # ragged or exotic data: no statistic to compute
+        return None
+    if a.dtype.kind not in "biuf" or a.ndim > 1 or a.size > MAX_POINTS:
+        return None
+    return a.astype(np.float64).reshape(-1)
+
+
+def centres(d: Any) -> list[float]:
+    """Values a release of dataset ``d`` may be centred on (distinct, finite)."""
+    a = _numeric_1d(d)
+    if a is None:
+        return []
+    if a.size == 1:
+        out = [float(a[0])]
+    elif a.size == 0:
+        out = [0.0]
+    else:
+        out = [float(np.sum(a)), math.fsum(a.tolist()), float(sum(a.tolist())), float(np.mean(a)),
+               float(np.median(a)), float(a.size)]
+    return [c for c in dict.fromkeys(out) if math.isfinite(c)]
+
+
+def scales(claim: Any) -> list[float]:
+    """Scales ``sensitivity / epsilon`` as libraries compute them (distinct, finite, > 0)."""
+    eps = float(getattr(claim, "epsilon", 0.0) or 0.0)
+    if not (eps > 0 and math.isfinite(eps)):
+        return []
+    sens = getattr(claim, "sensitivity", None)
+    out = []
+    for s in ([float(sens)] if sens is not None else []) + [1.0]:
+        if s > 0 and math.isfinite(s):
+            out += [s / eps, s * (1.0 / eps), (1.0 / eps) * s, 1.0 / (eps / s)]
+    return [b for b in dict.fromkeys(out) if math.isfinite(b) and b > 0]
+
+
+def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
+    d1, d2, claim = context
+    models: list[tuple] = []
+    fin = [y[np.isfinite(y)] for y in (y1, y2)]
+    if min(f.size for f in fin) < 10:
+        return models
+    med = [float(np.median(f)) for f in fin]
+    mad = float(np.mean(np.concatenate([np.abs(f - m) for f, m in zip(fin, med)])))
+    n = min(f.size for f in fin)
+    bs = [b for b in scales(claim) if mad > 0 and abs(b - mad) <= 0.15 * mad]
+    cs: list[float] = []
+    for d in (d1, d2):
+        for c in centres(d):
+            # the median of n draws of a location-scale law is within a few b / sqrt(n) of its centre
+            if any(abs(c - m) <= 6.0 * max(mad, 1e-300) / math.sqrt(n) + 1e-12 * abs(c) for m in med):
+                cs.append(c)
+    for c in dict.fromkeys(cs):
+        for b in bs:
+            for name in _LOCATION_MODELS:
+                models.append((name, c, b))
+    both = np.concatenate(fin)
+    dom = getattr(claim, "input_domain", None)
+    ends = [float(dom.lo), float(dom.hi)] if hasattr(dom, "lo") and hasattr(dom, "hi") else []
+    for d in (d1, d2):
+        a = _numeric_1d(d)
+        if a is not None and a.size + len(ends) >= 2:
+            # the data points, and the input domain's ends (the outer intervals of a median)
+            x = np.unique(np.concatenate([a, ends]) if ends else a)
+            if x.size >= 2 and np.mean((both >= x[0]) & (both <= x[-1])) >= 0.5:
+                models.append(("uniform", *x.tolist()))
+    return list(dict.fromkeys(models))
+
+
+def reachable_candidates(y1: Any, y2: Any, context: Any) -> list[Candidates]:
+    """The "reachable" / "not reachable" events of every sampler model the pair's data and claim
+    suggest (``context = (d1, d2, claim)``), counted on the selection draws."""
+    if context is None:
+        return []
+    a = np.asarray(y1, dtype=np.float64).reshape(-1)
+    b = np.asarray(y2, dtype=np.float64).reshape(-1)
+    models = _models(a, b, context)
+    if not models:
+        return []
+    c1, c2, sets = [], [], []
+    for m in models:
+        h1, h2 = reachable(m, a), reachable(m, b)
+        for negate in (0, 1):
+            k1 = int(np.count_nonzero(h1)) if not negate else int(a.size - np.count_nonzero(h1))
+            k2 = int(np.count_nonzero(h2)) if not negate else int(b.size - np.count_nonzero(h2))
+            c1.append(k1)
+            c2.append(k2)
+            sets.append((m[0], negate, *m[1:]))
+    return [labelled(c1, c2, "reachable", tuple(sets))]
+
