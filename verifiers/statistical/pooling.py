@@ -64,25 +64,24 @@ def _move(p: Any) -> tuple | None:
 
 
 def move_groups(pairs: Sequence[Any]) -> list[int]:
-    """A group id per pair: pairs of numeric vectors that move by the same sign pattern share one;
-    every other pair is a group of its own."""
+    """A group id per pair: pairs a generator labelled ``"<base>; <move>"`` share one per move (the
+    same move on vectors of different lengths too); other pairs of numeric vectors that move by the
+    same sign pattern share one; every other pair is a group of its own."""
     ids: dict[tuple, int] = {}
     out = []
     for p in pairs:
+        label = str(getattr(p, "label", "") or "")
         mv = _move(p)
-        key = ("move", mv) if mv is not None else ("pair", len(out))
+        if "; " in label and mv is not None:
+            key: tuple = ("named", label.rsplit("; ", 1)[1])
+        else:
+            key = ("move", mv) if mv is not None else ("pair", len(out))
         out.append(ids.setdefault(key, len(ids)))
     return out
 
 
-def search_rounds(factors: Sequence[Sequence[int]], protect: int = 0) -> int:
-    """Rounds of successive halving: while a factor (a grouping of the pairs) has groups to halve,
-    then over the few pairs left (the best of the last groups and ``protect`` pairs kept for their
-    own scores), then the last round on the survivors."""
+def search_rounds(factors: Sequence[Sequence[int]]) -> int:
+    """Rounds of successive halving: as many as plain halving over the pairs needs (a round of a
+    grouping halves its groups, so at least halves the pairs), plus the last round."""
     P = len(factors[0]) if factors else 0
-    if P <= 1:
-        return 1
-    counts = [len(set(f)) for f in factors if 1 < len(set(f)) < P]
-    if not counts:  # no group of two: plain halving over pairs
-        return math.ceil(math.log2(P)) + 1
-    return math.ceil(math.log2(max(counts))) + math.ceil(math.log2(1 + protect)) + 1
+    return 1 if P <= 1 else math.ceil(math.log2(P)) + 1

@@ -120,7 +120,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     # ranked one by one (verifiers/statistical/pooling.py; docs/auditing.md).
     data, ends = dataset_index(pairs)
     factors = [move_groups(pairs), [i1 for i1, _ in ends]]
-    rounds = search_rounds(factors, protect=PROTECT)
+    rounds = search_rounds(factors)
     # With float events on, a bit-pattern event that wins the selection by chance must not hide what
     # the real-valued events certify: each pair's best real-valued event is kept beside its best event
     # of every family, its pair is never dropped by the halving, and both winners are certified at
@@ -231,11 +231,19 @@ def _best_groups(alive: list[int], factors: list[list[int]], pool: dict[int, lis
             if len(js) == 1:
                 score[g] = choices[js[0]].score - margin
                 continue
-            y1 = np.concatenate([a for j in js for a in pool[ends[j][0]]])
-            y2 = np.concatenate([a for j in js for a in pool[ends[j][1]]])
-            ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha,
-                             delta=float(held[js[0]].claim.delta), events=events)
-            score[g] = ch.score - margin
+            # draws pool only between pairs whose releases have one shape (a move on 5 and on 10
+            # queries is one group, scored by the better of its two pools)
+            by_shape: dict[tuple, list[int]] = {}
+            for j in js:
+                by_shape.setdefault(pool[ends[j][0]][0].shape[1:], []).append(j)
+            best = -math.inf
+            for part in by_shape.values():
+                y1 = np.concatenate([a for j in part for a in pool[ends[j][0]]])
+                y2 = np.concatenate([a for j in part for a in pool[ends[j][1]]])
+                ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha,
+                                 delta=float(held[part[0]].claim.delta), events=events)
+                best = max(best, ch.score)
+            score[g] = best - margin
         ranked = sorted(members, key=lambda g: (-score[g], min(members[g])))
         top = set(ranked[: max(1, math.ceil(len(ranked) / 2))])
         kept_by.append({j for j in alive if factor[j] in top})
