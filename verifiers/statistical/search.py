@@ -2,9 +2,12 @@
 
 The budget (total mechanism calls, both datasets) is split into a selection part and a
 certification part. Selection runs successive halving over the candidate pairs of
-:func:`verifiers.pairs_for`: every live pair gets a round of draws, pairs are ranked by
-the best predicted certified bound among their events (:func:`verifiers.statistical.batch.best_choice`,
-on all selection draws accumulated so far), and the better half survives. A pair listed again, or
+:func:`verifiers.pairs_for`: every live dataset gets a round of draws (one stream per distinct
+dataset, shared by the pairs holding it), groups of pairs (by move, by base:
+:mod:`verifiers.statistical.pooling`) are ranked on their pooled draws while a grouping has groups to
+halve, then pairs one by one by the best predicted certified bound among their events
+(:func:`verifiers.statistical.batch.best_choice`, on all selection draws accumulated so far), and
+the better half survives (docs/auditing.md, "How the search spends its selection draws"). A pair listed again, or
 listed swapped, is searched once: every event is scored in both directions, so (d1, d2) and
 (d2, d1) are the same test (``Verdict.extra["swapped_pairs_merged"]`` counts the merged ones). The single winner
 (pair, event, direction, alpha split) is certified on fresh draws. Every selection decision uses
