@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from dpharness.verifiers.events.bits import FLOAT_KINDS
-
 from dpharness.verifiers.events import Event
+from dpharness.verifiers.events.bits import FLOAT_KINDS
 
 __all__ = ["Witness", "Verdict", "format_data"]
 

@@ -94,7 +94,8 @@ def centres(d: Any) -> list[float]:
 
 
 def scales(claim: Any) -> list[float]:
-    """Scales ``sensitivity / epsilon`` as libraries compute them (distinct, finite, > 0)."""
+    """Scales ``sensitivity / epsilon`` as libraries compute them (``s / eps``, ``s * (1 / eps)``,
+    ``1 / (eps / s)``; distinct, finite, > 0)."""
     eps = float(getattr(claim, "epsilon", 0.0) or 0.0)
     if not (eps > 0 and math.isfinite(eps)):
         return []
@@ -102,7 +103,7 @@ def scales(claim: Any) -> list[float]:
     out = []
     for s in ([float(sens)] if sens is not None else []) + [1.0]:
         if s > 0 and math.isfinite(s):
-            out += [s / eps, s * (1.0 / eps), (1.0 / eps) * s, 1.0 / (eps / s)]
+            out += [s / eps, s * (1.0 / eps), 1.0 / (eps / s)]
     return [b for b in dict.fromkeys(out) if math.isfinite(b) and b > 0]
 
 

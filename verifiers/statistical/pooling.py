@@ -19,14 +19,13 @@ Why (docs/auditing.md, "How the search spends its selection draws"):
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from dpharness.verifiers.relations.pairs import data_key
 
-__all__ = ["dataset_index", "move_groups", "search_rounds"]
+__all__ = ["dataset_index", "move_groups"]
 
 
 def dataset_index(pairs: Sequence[Any]) -> tuple[list[Any], list[tuple[int, int]]]:
@@ -79,9 +78,3 @@ def move_groups(pairs: Sequence[Any]) -> list[int]:
         out.append(ids.setdefault(key, len(ids)))
     return out
 
-
-def search_rounds(factors: Sequence[Sequence[int]]) -> int:
-    """Rounds of successive halving: as many as plain halving over the pairs needs (a round of a
-    grouping halves its groups, so at least halves the pairs), plus the last round."""
-    P = len(factors[0]) if factors else 0
-    return 1 if P <= 1 else math.ceil(math.log2(P)) + 1

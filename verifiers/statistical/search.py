@@ -33,7 +33,7 @@ from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, a
                                                    certify_best, check_samples, check_selection, check_sequential,
                                                    best_choices, event_family, is_finite, resolve_events, seed_of)
 from dpharness.verifiers.statistical.parallel import sample_draws, sampling
-from dpharness.verifiers.statistical.pooling import dataset_index, move_groups, search_rounds
+from dpharness.verifiers.statistical.pooling import dataset_index, move_groups
 from dpharness.verifiers.verdict import Verdict
 
 __all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
@@ -123,7 +123,8 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     # ranked one by one (verifiers/statistical/pooling.py; docs/auditing.md).
     data, ends = dataset_index(pairs)
     factors = [move_groups(pairs), [i1 for i1, _ in ends]]
-    rounds = search_rounds(factors)
+    # as many rounds as plain halving: a round of groups halves the groups, so at least halves the pairs
+    rounds = math.ceil(math.log2(P)) + 1 if P > 1 else 1
     # With float events on, a bit-pattern event that wins the selection by chance must not hide what
     # the real-valued events certify: each pair's best real-valued event is kept beside its best event
     # of every family, its pair is never dropped by the halving, and both winners are certified at
@@ -168,15 +169,16 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
                              f"{skipped[0]['pair']}: {skipped[0]['error']}")
         if len(alive) > 1 and r < rounds - 1:
+            # the pair of the best real-valued event among those still racing (scored this round)
+            jr = max(alive, key=lambda j: (real[j].score - margin_of[j], -j))
             if any(_informative(f, alive) for f in factors):
                 alive = _best_groups(alive, factors, pool, ends, choices, margin_of, held, finite=finite,
                                      n_cert=n_cert, alpha=alpha, events=fams)
             else:
                 ranked = sorted(alive, key=lambda j: (-(choices[j].score - margin_of[j]), j))
                 alive = ranked[: max(1, math.ceil(len(alive) / 2))]
-            if two_track:  # the pair of the best real-valued event stays in the race
-                jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j))
-                alive += [] if jr in alive or any(i in failed for i in ends[jr]) else [jr]
+            if two_track and jr not in alive:  # the pair of the best real-valued event stays in the race
+                alive.append(jr)
     ys = {j: (pool[ends[j][0]], pool[ends[j][1]]) for j in alive}
     best = max(alive, key=lambda j: (choices[j].score - margin_of[j], -j))
     ch = choices[best]
@@ -241,6 +243,8 @@ def _best_groups(alive: list[int], factors: list[list[int]], pool: dict[int, lis
                 by_shape.setdefault(pool[ends[j][0]][0].shape[1:], []).append(j)
             best = -math.inf
             for part in by_shape.values():
+                # a dataset shared by members (their base) appears once per member: the mixture
+                # weighs every pair alike
                 y1 = np.concatenate([a for j in part for a in pool[ends[j][0]]])
                 y2 = np.concatenate([a for j in part for a in pool[ends[j][1]]])
                 ch = best_choice(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha,
