@@ -12,7 +12,7 @@ import scipy.stats as st
 
 from dpharness import verifiers
 from dpharness.verifiers.events.reachable import Reachable, centres, reachable_candidates, scales
-from dpharness.verifiers.events.samplers import reachable
+from dpharness.verifiers.events.samplers import reachable, ziggurat_widths
 from dpharness.verifiers.input_domains import Interval
 
 TWO53 = 2.0 ** 53
@@ -68,6 +68,59 @@ def test_uniform_model_agrees_with_brute_force_on_a_window():
     assert np.array_equal(got[1:-1], want[1:-1])
 
 
+def _ziggurat_outputs(name: str, c: float, b: float, lo: float, hi: float) -> set[float]:
+    """Every output in [lo, hi] of numpy's ziggurat at (c, b), by enumeration (definitional): each
+    layer's integers r whose c + b * (+-r w) can land in [lo, hi] (the map is monotone in r), and
+    the tail draws R + xx of the uniforms whose xx can."""
+    w = ziggurat_widths(name)
+    rbits = 52 if name == "normal" else 53
+    out = set()
+    for sgn in ((1.0, -1.0) if name == "normal" else (1.0,)):
+        xs = sorted(((lo - c) / b * sgn, (hi - c) / b * sgn))
+        for i in range(256):
+            r_lo = max(0, math.floor(xs[0] / w[i]) - 4)
+            r_hi = min(2 ** rbits - 1, math.ceil(xs[1] / w[i]) + 4)
+            for r in range(r_lo, r_hi + 1):
+                y = c + b * (sgn * (r * w[i]))
+                if lo <= y <= hi:
+                    out.add(y)
+        R = 3.6541528853610087963519472518 if name == "normal" else 7.69711747013104972
+        if xs[1] >= R * 0.99:
+            rate = R if name == "normal" else 1.0
+            k_lo = max(1, math.floor(-math.expm1(-max(xs[0] - R, 0.0) * rate) * TWO53) - 4)
+            k_hi = math.ceil(-math.expm1(-max(xs[1] - R, 0.0) * rate) * TWO53) + 4
+            for k in range(k_lo, k_hi + 1):
+                lg = math.log1p(-(k / TWO53))
+                x = R + -0.27366123732975827203338247596 * lg if name == "normal" else R - lg
+                y = c + b * (sgn * x)
+                if lo <= y <= hi:
+                    out.add(y)
+    return out
+
+
+@pytest.mark.parametrize("name,c,b,x0", [
+    ("normal", 6.1000000000000005, 10.0, -1.7),      # inside the layers: 256 lattices overlap
+    ("normal", 5.5, 4.844805262605389, -1.7),
+    ("normal", 0.30000000000000004, 0.5, -0.4),
+    ("normal", 0.30000000000000004, 0.5, 4.5),        # beyond the base layer: the tail's uniforms
+    ("generator_exponential", 1.1, 7.0, 0.7),
+    ("generator_exponential", 0.2, 0.1, 7.75),        # exponential tail
+])
+def test_ziggurat_models_agree_with_brute_force_on_a_stretch(name, c, b, x0):
+    # every double in a stretch of outputs near c + b x0: the model says reachable exactly when
+    # some layer's integer (or some tail uniform) gives it, enumerated in _ziggurat_outputs
+    assert ziggurat_widths(name) is not None and np.isfinite(ziggurat_widths(name)).all()
+    y0 = c + b * x0
+    grid = [y0]
+    for _ in range(600):
+        grid.append(math.nextafter(grid[-1], math.inf))
+    outs = _ziggurat_outputs(name, c, b, grid[0], grid[-1])
+    got = reachable((name, c, b), np.array(grid))
+    want = np.array([g in outs for g in grid])
+    assert want.any() and (~want).any()  # a sparse stretch: the test can tell
+    assert np.array_equal(got, want)
+
+
 def test_every_output_of_the_real_samplers_is_reachable():
     """numpy's and scipy's own draws are reachable under their model (no miss: exact, not statistical)."""
     rng = np.random.default_rng(0)
@@ -77,6 +130,11 @@ def test_every_output_of_the_real_samplers_is_reachable():
     assert reachable(("laplace_scaled", c, b), st.laplace.rvs(loc=c, scale=b, size=20_000, random_state=rng)).all()
     rs = np.random.RandomState(1)
     assert reachable(("exponential", c, b), c + rs.exponential(b, 20_000)).all()
+    # numpy's ziggurats, tails included (10^5 normals hold ~25 tail draws)
+    assert reachable(("normal", c, b), rng.normal(c, b, 100_000)).all()
+    assert reachable(("normal", c, b), c + b * rng.standard_normal(20_000)).all()
+    assert reachable(("normal", c, b), st.norm.rvs(loc=c, scale=b, size=20_000, random_state=rng)).all()
+    assert reachable(("generator_exponential", c, b), c + rng.exponential(b, 100_000)).all()
     pts = np.array([0.0, 0.13, 0.27, 0.44, 1.0])
     i = rng.integers(0, 4, 20_000)
     assert reachable(("uniform", *pts), rng.uniform(pts[i], pts[i + 1])).all()
@@ -118,6 +176,19 @@ def _em_median(d, n, rng):
     return rng.uniform(x[i], x[i + 1])
 
 
+DELTA = 1e-5
+#: the classic Gaussian mechanism's scale for a sum of records in [0, 1] (Dwork & Roth, Thm A.1)
+SIGMA = math.sqrt(2.0 * math.log(1.25 / DELTA)) / EPS
+
+
+def _sum_gauss(d, n, rng):
+    return float(np.sum(np.clip(d, 0.0, 1.0))) + rng.normal(0.0, SIGMA, n)
+
+
+def _sum_gauss_rounded(d, n, rng):
+    return np.round(_sum_gauss(d, n, rng), 3)
+
+
 def _rounded(d, n, rng):
     return np.round(_sum_laplace(d, n, rng), 3)
 
@@ -140,12 +211,16 @@ def _pair(i: int, v: float):
 
 
 LEAKS = [("sum", _sum_laplace, 1.0, _pair(0, 0.7)), ("mean_scipy", _mean_scipy, 0.1, _pair(3, 0.45)),
-         ("em_median_edge", _em_median, None, _pair(0, 0.05))]
-CONTROLS = [("rounded", _rounded), ("snapped", _snapped), ("integer_grid", _integer_grid)]
+         ("em_median_edge", _em_median, None, _pair(0, 0.05)), ("sum_gauss", _sum_gauss, 1.0, _pair(0, 0.7))]
+CONTROLS = [("rounded", _rounded), ("snapped", _snapped), ("integer_grid", _integer_grid),
+            ("gauss_rounded", _sum_gauss_rounded)]
 
 
 def _mech(fn, sens=1.0):
-    return verifiers.wrap(fn, epsilon=EPS, neighbours="replace_one", sensitivity=sens, input_domain=Interval(0.0, 1.0))
+    # the Gaussian releases claim (EPS, DELTA); the others pure EPS
+    delta = DELTA if fn in (_sum_gauss, _sum_gauss_rounded) else 0.0
+    return verifiers.wrap(fn, epsilon=EPS, delta=delta, neighbours="replace_one", sensitivity=sens,
+                          input_domain=Interval(0.0, 1.0))
 
 
 @pytest.mark.parametrize("name,fn,sens,pair", LEAKS, ids=[x[0] for x in LEAKS])
@@ -183,5 +258,5 @@ def test_float_safe_controls_false_violations_over_200_seeds(name, fn):
     # fail above its 1 - 1e-6 quantile (27), so a sound verifier fails this with probability < 1e-6
     limit = int(st.binom.ppf(1 - 1e-6, 200, 0.05))
     flags = sum(verifiers.audit(_mech(fn), *_pair(0, 0.7), samples=20_000, alpha=0.05, rng=s,
-                                float_events=True).violated for s in range(200))
+                                float_events=True).violated for s in range(1000, 1200))
     assert flags <= limit

@@ -38,8 +38,12 @@ from dpharness.verifiers.events.samplers import reachable
 
 __all__ = ["Reachable", "reachable_candidates", "centres", "scales"]
 
-#: Models whose parameters are a centre and a scale.
-_LOCATION_MODELS = ("laplace", "laplace_scaled", "exponential")
+#: Models whose parameters are a centre and a scale, with where their median sits above the
+#: centre and their mean absolute deviation about the median, in units of the scale (Laplace: 0 and
+#: 1; normal: 0 and sqrt(2/pi); exponential: ln 2 and ln 2).
+_LOCATION_MODELS = {"laplace": (0.0, 1.0), "laplace_scaled": (0.0, 1.0), "exponential": (math.log(2.0), math.log(2.0)),
+                    "normal": (0.0, math.sqrt(2.0 / math.pi)),
+                    "generator_exponential": (math.log(2.0), math.log(2.0))}
 #: Data larger than this is not searched for centres or intervals (the events would carry it whole).
 MAX_POINTS = 10_000
 
@@ -95,7 +99,9 @@ def centres(d: Any) -> list[float]:
 
 def scales(claim: Any) -> list[float]:
     """Scales ``sensitivity / epsilon`` as libraries compute them (``s / eps``, ``s * (1 / eps)``,
-    ``1 / (eps / s)``; distinct, finite, > 0)."""
+    ``1 / (eps / s)``) and, when the claim has a ``delta`` in (0, 1), the classic Gaussian
+    mechanism's ``s sqrt(2 ln(1.25 / delta)) / eps`` in the orders libraries write it (distinct,
+    finite, > 0)."""
     eps = float(getattr(claim, "epsilon", 0.0) or 0.0)
     if not (eps > 0 and math.isfinite(eps)):
         return []
@@ -104,6 +110,13 @@ def scales(claim: Any) -> list[float]:
     for s in ([float(sens)] if sens is not None else []) + [1.0]:
         if s > 0 and math.isfinite(s):
             out += [s / eps, s * (1.0 / eps), 1.0 / (eps / s)]
+    delta = float(getattr(claim, "delta", 0.0) or 0.0)
+    if 0.0 < delta < 1.0:
+        root = math.sqrt(2.0 * math.log(1.25 / delta))
+        for s in ([float(sens)] if sens is not None else []) + [1.0]:
+            if s > 0 and math.isfinite(s):
+                # Dwork & Roth, Theorem A.1 (eps < 1); diffprivlib writes the second, textbooks the first
+                out += [s * root / eps, root * s / eps, root / eps * s, s * (root / eps)]
     return [b for b in dict.fromkeys(out) if math.isfinite(b) and b > 0]
 
 
@@ -116,17 +129,16 @@ def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
     med = [float(np.median(f)) for f in fin]
     mad = float(np.mean(np.concatenate([np.abs(f - m) for f, m in zip(fin, med)])))
     n = min(f.size for f in fin)
-    bs = [b for b in scales(claim) if mad > 0 and abs(b - mad) <= 0.15 * mad]
-    cs: list[float] = []
-    for d in (d1, d2):
-        for c in centres(d):
-            # the median of n draws of a location-scale law is within a few b / sqrt(n) of its centre
-            if any(abs(c - m) <= 6.0 * max(mad, 1e-300) / math.sqrt(n) + 1e-12 * abs(c) for m in med):
-                cs.append(c)
-    for c in dict.fromkeys(cs):
-        for b in bs:
-            for name in _LOCATION_MODELS:
-                models.append((name, c, b))
+    cs = list(dict.fromkeys(c for d in (d1, d2) for c in centres(d)))
+    for name, (shift, spread) in _LOCATION_MODELS.items():
+        for b in scales(claim):
+            if not (mad > 0 and abs(spread * b - mad) <= 0.15 * mad):
+                continue
+            for c in cs:
+                # the median of n draws of a location-scale law is within a few scales / sqrt(n)
+                # of where the law puts it
+                if any(abs(c + shift * b - m) <= 6.0 * mad / math.sqrt(n) + 1e-12 * abs(c) for m in med):
+                    models.append((name, c, b))
     both = np.concatenate(fin)
     dom = getattr(claim, "input_domain", None)
     ends = [float(dom.lo), float(dom.hi)] if hasattr(dom, "lo") and hasattr(dom, "hi") else []

@@ -17,9 +17,19 @@ Models (``MODELS``):
   then ``* b + c``;
 * ``"exponential"`` -- ``c + b * (-log(1 - U))`` (``RandomState.exponential``, the textbook
   inverse CDF);
+* ``"normal"`` -- ``Generator.normal(c, b)`` / ``c + b * Generator.standard_normal()``: numpy's
+  ziggurat returns ``x = +-r w[i]`` for a layer ``i`` (8 bits of the 64-bit word) and a 52-bit
+  integer ``r``, then ``c + b * x``; 256 lattices, one per layer (the rare tail draws beyond the
+  last layer, about 3 in 10^4, are not on them);
+* ``"generator_exponential"`` -- ``c + Generator.exponential(b)``: numpy's exponential ziggurat,
+  ``x = r w[i]`` with a 53-bit ``r``, then ``b * x``, then ``c + ``;
 * ``"uniform"`` -- ``lo + (hi - lo) * U`` on the interval of consecutive sorted data points holding
   ``y`` (``Generator.uniform(lo, hi)``; the continuous exponential mechanism's draw inside its
   chosen interval). Outputs outside the data's range are not reachable.
+
+The ziggurat widths ``w[i]`` are constants compiled into numpy; :func:`ziggurat_widths` reads them
+off the installed numpy's own sampler (the first draw of a fresh generator takes one 64-bit word on
+the fast path, so ``x / r`` pins ``w[i]`` to the ulp) and checks them against every such draw.
 
 numpy's vectorised ``log`` differs from the C library's (which the samplers call) in the last bit on
 about 0.5 % of inputs, so a miss of the fast pass is checked again with :func:`math.log`.
@@ -27,12 +37,13 @@ about 0.5 % of inputs, so a miss of the fast pass is checked again with :func:`m
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["MODELS", "reachable", "WINDOW"]
+__all__ = ["MODELS", "reachable", "WINDOW", "ziggurat_widths"]
 
 #: Integers tried on each side of the inverted guess of ``k``.
 WINDOW = 3
@@ -115,6 +126,122 @@ def _location_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
     return hit
 
 
+#: (bits of the layer index shifted out first, bits of the integer r) of numpy's two ziggurats.
+_ZIGGURAT = {"normal": (8, 52), "generator_exponential": (3, 53)}
+#: Where the ziggurat's base layer ends and its tail begins (numpy's ``ziggurat_nor_r``,
+#: ``ziggurat_exp_r``; the normal tail also uses ``ziggurat_nor_inv_r``, written as numpy writes it).
+_TAIL_R = {"normal": 3.6541528853610087963519472518, "generator_exponential": 7.69711747013104972}
+_NOR_INV_R = 0.27366123732975827203338247596
+_mlog1p = np.frompyfunc(math.log1p, 1, 1)
+
+
+def _tail_x(name: str, k: np.ndarray) -> np.ndarray:
+    """The tail draw (before the sign and scale) for uniforms U = k 2^-53, with the C library's log1p."""
+    lg = _mlog1p(-(k / _TWO53)).astype(np.float64) if k.size else np.zeros(0)
+    if name == "normal":
+        return _TAIL_R[name] + -_NOR_INV_R * lg
+    return _TAIL_R[name] - lg
+
+
+def _ziggurat_tail(name: str, y: np.ndarray, t: np.ndarray, c: float, b: float) -> np.ndarray:
+    """Whether y is a tail draw ``c + b * (+-(r + xx))`` of the ziggurat (a second uniform U)."""
+    R = _TAIL_R[name]
+    xx = np.abs(t) - R
+    # invert xx = -log1p(-U) / R (normal) or -log1p(-U) (exponential) to a guess of U
+    rate = R if name == "normal" else 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        guess = -np.expm1(-np.maximum(xx, 0.0) * rate)
+    sign = np.where(t < 0, -1.0, 1.0)
+    return _search(y, guess, lambda k, ok: c + b * (sign[ok] * _tail_x(name, k)))
+
+
+def _first_words(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n fresh generators' first 64-bit word and first standard normal / exponential draw."""
+    words, normals, expos = [], [], []
+    for s in np.random.SeedSequence(20261128).spawn(n):
+        words.append(np.random.PCG64(s).random_raw())
+        normals.append(np.random.Generator(np.random.PCG64(s)).standard_normal())
+        expos.append(np.random.Generator(np.random.PCG64(s)).standard_exponential())
+    return np.array(words, dtype=np.uint64), np.array(normals), np.array(expos)
+
+
+def _layer_and_integer(kind: str, words: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if kind == "normal":  # idx = low 8 bits, then a sign bit, then 52 bits of r
+        idx = (words & np.uint64(0xFF)).astype(np.intp)
+        rest = words >> np.uint64(8)
+        neg = (rest & np.uint64(1)).astype(bool)
+        r = (rest >> np.uint64(1)) & np.uint64((1 << 52) - 1)
+    else:  # drop 3 bits, idx = next 8 bits, r = the top 53
+        rest = words >> np.uint64(3)
+        idx = (rest & np.uint64(0xFF)).astype(np.intp)
+        r = rest >> np.uint64(8)
+        neg = np.zeros(words.shape, dtype=bool)
+    return idx, r.astype(np.float64), neg
+
+
+@functools.lru_cache(maxsize=None)
+def ziggurat_widths(kind: str) -> np.ndarray | None:
+    """numpy's 256 ziggurat widths for ``kind`` ("normal" or "generator_exponential"), read off the
+    installed numpy; ``None`` when its draws are not ``r * w[i]`` (another algorithm: the model then
+    reaches nothing, which costs power, never soundness)."""
+    words, normals, expos = _first_words(8192)
+    idx, r, neg = _layer_and_integer(kind, words)
+    x = np.where(neg, -normals, normals) if kind == "normal" else expos
+    w = np.full(256, np.nan)
+    for i in range(256):
+        m = (idx == i) & (r > 0) & (x > 0)
+        if m.sum() < 3:
+            return None
+        best, most = np.nan, 0
+        # the fast path gives x = r * w exactly; a rejection redraw gives something else: the width
+        # is the double near x / r that reproduces the most draws of its layer
+        for w0 in np.unique(x[m] / r[m])[:8]:
+            for step in range(-3, 4):
+                cand = w0
+                for _ in range(abs(step)):
+                    cand = math.nextafter(cand, math.inf if step > 0 else -math.inf)
+                hits = int(np.count_nonzero(r[m] * cand == x[m]))
+                if hits > most:
+                    best, most = cand, hits
+        # the top layers reject up to half their draws (numpy's exponential layer 1: 16 of 32); a
+        # wrong width reproduces none, so a third of the layer's draws and at least 3 pin it
+        if most < max(3, m.sum() / 3):
+            return None
+        w[i] = best
+    return w
+
+
+def _ziggurat_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
+    hit = np.zeros(y.shape, dtype=bool)
+    w = ziggurat_widths(name)
+    if w is None or not (b > 0):
+        return hit
+    rmax = 2.0 ** _ZIGGURAT[name][1]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        t = (y - c) / b
+    todo = np.isfinite(t) & ((t >= 0) | (name == "normal"))
+    sign = np.where(t < 0, -1.0, 1.0)
+    # densest layers first: where a layer's lattice is finer than the output's ulp, it reaches
+    # almost every double and the rest need not be tried
+    for i in np.argsort(w):
+        sel = np.flatnonzero(todo & ~hit & (np.abs(t) <= rmax * w[i]))
+        if sel.size == 0:
+            continue
+        k0 = np.floor(np.abs(t[sel]) / w[i])
+        got = np.zeros(sel.size, dtype=bool)
+        for dk in range(-WINDOW, WINDOW + 1):
+            k = k0 + dk
+            ok = ~got & (k >= 0) & (k < rmax)
+            x = sign[sel] * (k * w[i])
+            with np.errstate(over="ignore", invalid="ignore"):
+                got |= ok & (c + b * x == y[sel])
+        hit[sel] = got
+    tail = np.flatnonzero(~hit & np.isfinite(t) & (np.abs(t) >= 0.99 * _TAIL_R[name]) & ((t >= 0) | (name == "normal")))
+    if tail.size:
+        hit[tail] = _ziggurat_tail(name, y[tail], t[tail], c, b)
+    return hit
+
+
 def _uniform_model(y: np.ndarray, points: tuple) -> np.ndarray:
     x = np.unique(np.asarray(points, dtype=np.float64))
     hit = np.zeros(y.shape, dtype=bool)
@@ -146,6 +273,8 @@ def reachable(model: tuple, y: Any) -> np.ndarray:
     name = model[0]
     if name == "uniform":
         return _uniform_model(y, tuple(model[1:]))
+    if name in _ZIGGURAT:
+        return _ziggurat_model(name, y, float(model[1]), float(model[2]))
     if name not in _LOCATION:
         raise ValueError(f"sampler model must be one of {', '.join(MODELS)}, got {name!r}")
     return _location_model(name, y, float(model[1]), float(model[2]))
@@ -156,5 +285,7 @@ MODELS: dict[str, str] = {
     "laplace": "c + b log(2U) / c - b log(2 - 2U) (numpy Generator/RandomState.laplace(c, b))",
     "laplace_scaled": "standard Laplace * b + c (scipy.stats.laplace.rvs(loc=c, scale=b))",
     "exponential": "c + b (-log(1 - U)) (RandomState.exponential, inverse CDF)",
+    "normal": "c + b (+-r w[i]) (numpy Generator.normal(c, b), ziggurat: 256 layers, 52-bit r)",
+    "generator_exponential": "c + b (r w[i]) (numpy Generator.exponential(b), ziggurat: 256 layers, 53-bit r)",
     "uniform": "lo + (hi - lo) U inside the interval of consecutive data points (Generator.uniform)",
 }

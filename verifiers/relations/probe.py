@@ -82,6 +82,19 @@ def answers_each_query(mechanism: Any, k: int) -> bool:
     return width >= k and width % k == 0
 
 
+def releases_a_value(mechanism: Any, k: int) -> bool:
+    """Whether a selection over ``k`` queries releases the winner's noisy *value* (a real scalar)
+    rather than its index: eight draws on ``k`` zeros, one coordinate each, some not an integer."""
+    try:
+        y = np.asarray(mechanism.sample(np.zeros(k), size=8, rng=0), dtype=np.float64)
+    except Exception:  # user code may raise anything, or release something that is not numeric
+        return False
+    if y.ndim < 1 or y.shape[0] != 8 or int(np.prod(y.shape[1:])) != 1:
+        return False
+    y = y.reshape(-1)
+    return bool(np.all(np.isfinite(y)) and np.any(y != np.round(y)))
+
+
 def bounds(mechanism: Any) -> tuple[float, float]:
     """Scalar record bounds: the declared ``lower``/``upper``, else an interval input domain, else
     the example data's range, else [0, 1]."""

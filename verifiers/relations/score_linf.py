@@ -10,7 +10,8 @@ import numpy as np
 
 from dpharness.verifiers.relations.base import Relation, sensitivity_of
 from dpharness.verifiers.relations.pairs import Pair
-from dpharness.verifiers.relations.probe import accepts, answers_each_query, domain_of, example_data, lengths, unit
+from dpharness.verifiers.relations.probe import (accepts, answers_each_query, domain_of, example_data, lengths,
+                                                releases_a_value, unit)
 
 
 def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.ndarray, str]]:
@@ -53,6 +54,10 @@ def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.nd
     return [((flat + m).reshape(base.shape), lab) for m, lab in moves]
 
 
+#: Query lengths for a selection that releases the winner's value (its loss can grow with k).
+VALUE_LENGTHS = (10, 20)
+
+
 def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     """Bases with ties and with a leader ahead by 0, 1, 2, 4, 8 x sensitivity/epsilon, one
     candidate far ahead, the example and its all-ties twin, each moved by the sensitivity in every
@@ -62,7 +67,8 @@ def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     prefix sums) gets the ties bases only: a leader far ahead is the pattern of a *selection*
     (noisy max returns one winner); for answers to each query it only fixes the first answer, and
     five such bases would cost the search five times the draws for the query patterns that matter
-    (half up and half down, all up, one up)."""
+    (half up and half down, all up, one up). A selection that releases the winner's noisy value
+    rather than its index gets longer vectors (:data:`VALUE_LENGTHS`)."""
     monotone = bool(getattr(relation, "monotone", False))
     sens, eps = unit(mechanism)
     step = sens * max(1.0, 1.0 / eps)
@@ -79,7 +85,12 @@ def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     # answered "below" before its "above"), ties only; a selection: short vectors, every leader gap
     short = lengths(mechanism, (2, 5))
     each = any(answers_each_query(mechanism, k) for k in short)
-    for k in (lengths(mechanism, (5, 10)) if each else short):
+    # a selection that releases the winner's noisy value: its loss can grow with the candidates
+    # (every score moving up shifts the maximum's law by all of them at once: StatDP's
+    # noisy_max_v1b loses k eps / 2), so it gets 10 and 20 candidates; one that releases an index
+    # loses at most its claim's worth per move whatever k, and 2 and 5 keep its pairs cheap
+    value = not each and any(releases_a_value(mechanism, k) for k in short)
+    for k in (lengths(mechanism, VALUE_LENGTHS if value else (5, 10)) if each or value else short):
         for g in (gaps[:1] if each else gaps):
             b = np.zeros(k)
             b[0] = g * step
