@@ -260,3 +260,23 @@ def test_float_safe_controls_false_violations_over_200_seeds(name, fn):
     flags = sum(verifiers.audit(_mech(fn), *_pair(0, 0.7), samples=20_000, alpha=0.05, rng=s,
                                 float_events=True).violated for s in range(1000, 1200))
     assert flags <= limit
+
+
+def test_declared_ends_come_from_the_domain_or_the_bounds():
+    from dpharness.verifiers.events.reachable import declared_ends
+    assert declared_ends(_mech(_sum_laplace)) == (0.0, 1.0)  # the claim's input domain
+    bare = verifiers.wrap(_sum_laplace, epsilon=EPS, neighbours="replace_one", attributes={"lower": -2.0, "upper": 3})
+    assert declared_ends(bare) == (-2.0, 3.0)
+    assert declared_ends(verifiers.wrap(_sum_laplace, epsilon=EPS, neighbours="replace_one")) == ()
+
+
+def test_a_library_quantile_leaks_through_its_uniform_draw():
+    # diffprivlib's quantile draws U * (hi - lo) + lo inside the interval its exponential mechanism
+    # picks, the bounds being the outer ends: the uniform model with the declared bounds (the
+    # adapter's lower/upper) makes the edge interval's lattice a support event (a level-1e-3 test)
+    dpl = pytest.importorskip("diffprivlib")
+    from dpharness.adapters import diffprivlib_tool
+    m = diffprivlib_tool(dpl.tools.quantile, epsilon=1.0, bounds=(0, 1), quant=0.1)
+    v = verifiers.audit(m, *_pair(0, 0.05), samples=20_000, alpha=1e-3, rng=1, float_events=True)
+    assert v.violated and v.support_violation, v.summary
+    assert isinstance(v.witness.event, Reachable) and v.witness.event.values[0] == "uniform"

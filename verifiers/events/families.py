@@ -134,7 +134,8 @@ def family_names() -> tuple[str, ...]:
 def build_candidates(y1: Any, y2: Any, finite: bool, families: Any, context: Any = None) -> Candidates:
     """Candidate events of the selected ``families`` (names) from the selection draws: every family
     that reads this output law, in order, its blocks joined (:func:`verifiers.events.concat`).
-    ``context``: ``(d1, d2, claim)`` of the pair, for the families that relate outputs to the data."""
+    ``context``: ``(d1, d2, claim, ends)`` of the pair (:func:`verifiers.events.reachable.data_context`),
+    for the families that relate outputs to the data."""
     d = Draws(y1, y2, bool(finite), frozenset(families), context)
     blocks: list[Candidates] = []
     for fam in registry():

@@ -36,7 +36,7 @@ import numpy as np
 from dpharness.verifiers.events.core import Candidates, LabelEvent, fmt, labelled
 from dpharness.verifiers.events.samplers import reachable
 
-__all__ = ["Reachable", "reachable_candidates", "centres", "scales"]
+__all__ = ["Reachable", "reachable_candidates", "centres", "scales", "data_context", "declared_ends"]
 
 #: Models whose parameters are a centre and a scale, with where their median sits above the
 #: centre and their mean absolute deviation about the median, in units of the scale (Laplace: 0 and
@@ -120,8 +120,28 @@ def scales(claim: Any) -> list[float]:
     return [b for b in dict.fromkeys(out) if math.isfinite(b) and b > 0]
 
 
+def declared_ends(mechanism: Any, claim: Any = None) -> tuple[float, ...]:
+    """The input range the mechanism declares: an interval input domain (its claim's or its own),
+    else scalar ``lower`` / ``upper`` attributes (diffprivlib's ``bounds``); ``()`` when none."""
+    claim = mechanism.claim if claim is None else claim
+    for dom in (getattr(claim, "input_domain", None), getattr(mechanism, "input_domain", None)):
+        if hasattr(dom, "lo") and hasattr(dom, "hi"):
+            return (float(dom.lo), float(dom.hi))
+    lo, hi = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
+    if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
+           for v in (lo, hi)) and lo < hi:
+        return (float(lo), float(hi))
+    return ()
+
+
+def data_context(mechanism: Any, d1: Any, d2: Any, claim: Any = None) -> tuple:
+    """``(d1, d2, claim, ends)``: what the events relative to the data need of a pair."""
+    claim = mechanism.claim if claim is None else claim
+    return (d1, d2, claim, declared_ends(mechanism, claim))
+
+
 def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
-    d1, d2, claim = context
+    d1, d2, claim = context[:3]
     models: list[tuple] = []
     fin = [y[np.isfinite(y)] for y in (y1, y2)]
     if min(f.size for f in fin) < 10:
@@ -140,8 +160,11 @@ def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
                 if any(abs(c + shift * b - m) <= 6.0 * mad / math.sqrt(n) + 1e-12 * abs(c) for m in med):
                     models.append((name, c, b))
     both = np.concatenate(fin)
-    dom = getattr(claim, "input_domain", None)
-    ends = [float(dom.lo), float(dom.hi)] if hasattr(dom, "lo") and hasattr(dom, "hi") else []
+    if len(context) > 3:
+        ends = list(context[3])
+    else:
+        dom = getattr(claim, "input_domain", None)
+        ends = [float(dom.lo), float(dom.hi)] if hasattr(dom, "lo") and hasattr(dom, "hi") else []
     for d in (d1, d2):
         a = _numeric_1d(d)
         if a is not None and a.size + len(ends) >= 2:
@@ -154,7 +177,8 @@ def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
 
 def reachable_candidates(y1: Any, y2: Any, context: Any) -> list[Candidates]:
     """The "reachable" / "not reachable" events of every sampler model the pair's data and claim
-    suggest (``context = (d1, d2, claim)``), counted on the selection draws."""
+    suggest (``context = (d1, d2, claim[, ends])``: :func:`data_context`), counted on the
+    selection draws."""
     if context is None:
         return []
     a = np.asarray(y1, dtype=np.float64).reshape(-1)

@@ -40,6 +40,7 @@ from dpharness.verifiers import bounds
 from dpharness.verifiers.events.bits import FLOAT_KINDS
 from dpharness.verifiers.events import Candidates, Event, build_candidates, event_families, registry, resolve_events
 from dpharness.verifiers.events.families import FLOATS, check_events, check_float_events, mechanism_families
+from dpharness.verifiers.events.reachable import data_context
 from dpharness.verifiers.statistical.draws import CERTIFY, CHUNK_BYTES, SELECT, count_draws, draw, is_finite, seed_of, stream
 from dpharness.verifiers.statistical.parallel import active, sample_count_pair, sample_draws_pair, sampling
 from dpharness.verifiers.verdict import Verdict, Witness, event_family, summarize
@@ -543,7 +544,7 @@ def audit(mechanism: Any, d1: Any, d2: Any, *, samples: int, alpha: float = 0.05
     y1, y2 = sample_draws_pair(mechanism, d1, d2, n_sel, seed, (0, SELECT, 0), (0, SELECT, 1))
     # a bit-pattern winner is certified beside the best real-valued event (certify_best)
     ch, second = best_choices(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha, delta=dl_c, events=fams,
-                              epsilon=float(mechanism.claim.epsilon), context=(d1, d2, mechanism.claim))
+                              epsilon=float(mechanism.claim.epsilon), context=data_context(mechanism, d1, d2))
     backup = second if second is not None and second is not ch else None
     return certify_best(mechanism, d1, d2, choices=[ch] if backup is None else [ch, backup], n_cert=n_cert,
                         alpha=alpha, seed=seed, key=(0,), calls_so_far=2 * n_sel, pairs_tried=1)

@@ -29,6 +29,7 @@ from dpharness.verifiers.claims import annotate, at_pair, pairs_for
 from dpharness.verifiers.relations import merge_swaps
 from dpharness.verifiers.events.bits import FLOAT_KINDS
 from dpharness.verifiers.events.families import FLOATS
+from dpharness.verifiers.events.reachable import data_context
 from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify,
                                                    certify_best, check_samples, check_selection, check_sequential,
                                                    best_choices, event_family, is_finite, resolve_events, seed_of)
@@ -163,7 +164,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
             choices[j], second = best_choices(np.concatenate(pool[i1]), np.concatenate(pool[i2]), finite=finite,
                                               n_cert=n_cert, alpha=alpha, delta=float(held[j].claim.delta),
                                               events=fams, epsilon=float(held[j].claim.epsilon),
-                                              context=(pairs[j].d1, pairs[j].d2, held[j].claim))
+                                              context=data_context(held[j], pairs[j].d1, pairs[j].d2))
             real[j] = second if second is not None else choices[j]
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
