@@ -36,7 +36,7 @@ import numpy as np
 from dpharness.verifiers.events.core import Candidates, LabelEvent, fmt, labelled
 from dpharness.verifiers.events.samplers import reachable
 
-__all__ = ["Reachable", "reachable_candidates", "centres", "scales", "data_context", "declared_ends"]
+__all__ = ["Reachable", "reachable_candidates", "centres", "scales", "sensitivities", "data_context", "declared_ends"]
 
 #: Models whose parameters are a centre and a scale, with where their median sits above the
 #: centre and their mean absolute deviation about the median, in units of the scale (Laplace: 0 and
@@ -92,31 +92,46 @@ def centres(d: Any) -> list[float]:
     elif a.size == 0:
         out = [0.0]
     else:
-        out = [float(np.sum(a)), math.fsum(a.tolist()), float(sum(a.tolist())), float(np.mean(a)),
-               float(np.median(a)), float(a.size)]
+        total, exact, loop = float(np.sum(a)), math.fsum(a.tolist()), float(sum(a.tolist()))
+        # a mean is np.mean (numpy's pairwise sum / n) or one of the other sums / n
+        out = [total, exact, loop, float(np.mean(a)), exact / a.size, loop / a.size, float(np.median(a)),
+               float(a.size)]
     return [c for c in dict.fromkeys(out) if math.isfinite(c)]
 
 
-def scales(claim: Any) -> list[float]:
+def sensitivities(claim: Any, sizes: tuple[int, ...] = (), ends: tuple[float, ...] = ()) -> list[float]:
+    """Sensitivities a release may use: the claim's, 1, and with a declared input range [lo, hi]
+    its width ``hi - lo`` (a sum of clipped records) and, per dataset size n, ``(hi - lo) / n``
+    and ``1 / n`` (a mean), plus the claim's ``/ n`` (distinct, finite, > 0)."""
+    sens = getattr(claim, "sensitivity", None)
+    base = ([float(sens)] if sens is not None else []) + [1.0]
+    if len(ends) == 2:
+        base.append(float(ends[1]) - float(ends[0]))
+    out = list(base)
+    for n in sizes:
+        if n and n > 1:
+            out += [s / n for s in base]
+    return [s for s in dict.fromkeys(out) if math.isfinite(s) and s > 0]
+
+
+def scales(claim: Any, sizes: tuple[int, ...] = (), ends: tuple[float, ...] = ()) -> list[float]:
     """Scales ``sensitivity / epsilon`` as libraries compute them (``s / eps``, ``s * (1 / eps)``,
-    ``1 / (eps / s)``) and, when the claim has a ``delta`` in (0, 1), the classic Gaussian
-    mechanism's ``s sqrt(2 ln(1.25 / delta)) / eps`` in the orders libraries write it (distinct,
-    finite, > 0)."""
+    ``1 / (eps / s)``) for each of :func:`sensitivities` and, when the claim has a ``delta`` in
+    (0, 1), the classic Gaussian mechanism's ``s sqrt(2 ln(1.25 / delta)) / eps`` in the orders
+    libraries write it (distinct, finite, > 0)."""
     eps = float(getattr(claim, "epsilon", 0.0) or 0.0)
     if not (eps > 0 and math.isfinite(eps)):
         return []
-    sens = getattr(claim, "sensitivity", None)
+    sens = sensitivities(claim, sizes, ends)
     out = []
-    for s in ([float(sens)] if sens is not None else []) + [1.0]:
-        if s > 0 and math.isfinite(s):
-            out += [s / eps, s * (1.0 / eps), 1.0 / (eps / s)]
+    for s in sens:
+        out += [s / eps, s * (1.0 / eps), 1.0 / (eps / s)]
     delta = float(getattr(claim, "delta", 0.0) or 0.0)
     if 0.0 < delta < 1.0:
         root = math.sqrt(2.0 * math.log(1.25 / delta))
-        for s in ([float(sens)] if sens is not None else []) + [1.0]:
-            if s > 0 and math.isfinite(s):
-                # Dwork & Roth, Theorem A.1 (eps < 1); diffprivlib writes the second, textbooks the first
-                out += [s * root / eps, root * s / eps, root / eps * s, s * (root / eps)]
+        for s in sens:
+            # Dwork & Roth, Theorem A.1 (eps < 1); diffprivlib writes the second, textbooks the first
+            out += [s * root / eps, root * s / eps, root / eps * s, s * (root / eps)]
     return [b for b in dict.fromkeys(out) if math.isfinite(b) and b > 0]
 
 
@@ -142,6 +157,11 @@ def data_context(mechanism: Any, d1: Any, d2: Any, claim: Any = None) -> tuple:
 
 def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
     d1, d2, claim = context[:3]
+    if len(context) > 3:
+        ends = list(context[3])
+    else:
+        dom = getattr(claim, "input_domain", None)
+        ends = [float(dom.lo), float(dom.hi)] if hasattr(dom, "lo") and hasattr(dom, "hi") else []
     models: list[tuple] = []
     fin = [y[np.isfinite(y)] for y in (y1, y2)]
     if min(f.size for f in fin) < 10:
@@ -150,8 +170,10 @@ def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
     mad = float(np.mean(np.concatenate([np.abs(f - m) for f, m in zip(fin, med)])))
     n = min(f.size for f in fin)
     cs = list(dict.fromkeys(c for d in (d1, d2) for c in centres(d)))
+    sizes = tuple(a.size for a in (_numeric_1d(d1), _numeric_1d(d2)) if a is not None)
+    all_scales = scales(claim, tuple(dict.fromkeys(sizes)), tuple(ends))
     for name, (shift, spread) in _LOCATION_MODELS.items():
-        for b in scales(claim):
+        for b in all_scales:
             if not (mad > 0 and abs(spread * b - mad) <= 0.15 * mad):
                 continue
             for c in cs:
@@ -160,11 +182,6 @@ def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
                 if any(abs(c + shift * b - m) <= 6.0 * mad / math.sqrt(n) + 1e-12 * abs(c) for m in med):
                     models.append((name, c, b))
     both = np.concatenate(fin)
-    if len(context) > 3:
-        ends = list(context[3])
-    else:
-        dom = getattr(claim, "input_domain", None)
-        ends = [float(dom.lo), float(dom.hi)] if hasattr(dom, "lo") and hasattr(dom, "hi") else []
     for d in (d1, d2):
         a = _numeric_1d(d)
         if a is not None and a.size + len(ends) >= 2:
