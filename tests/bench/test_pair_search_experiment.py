@@ -14,7 +14,9 @@ from dpharness.bench.run import runner
 from dpharness.bench.run.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = {"name": "ps", "experiment": "pair_search", "seed": 3, "budget": 40_000,
+# alpha 1e-3: the correct entry (LaplaceMechanism, tight: true epsilon = claim) is then flagged by
+# either mode with probability <= 2e-3, so "not flagged" below is a real check, not a lucky seed
+TINY = {"name": "ps", "experiment": "pair_search", "seed": 3, "budget": 40_000, "alpha": 0.001,
         "entries": ["dpsniper/LaplaceMechanism", "statdp/noisy_max_v2b"]}
 
 
@@ -89,7 +91,7 @@ def test_tiny_run_writes_both_modes_and_the_table(tmp_path, monkeypatch):
     assert lines[3].endswith(f" | {best:.3g} | {v2b.loc['none', 'epsilon_lower'] / best:.2f} |")
     assert "- statdp: no pair given flags 1/1 broken entries (every repeat: 1/1); given pairs flag 1/1" in md
     assert "- dpsniper: no broken entry selected" in md and "- dpsniper: correct entries flagged: none" in md
-    assert "FALSE ALARM" not in md and "budget 40000 calls per search (both modes), alpha 0.05, 1 repeat(s), seed 3" in md
+    assert "FALSE ALARM" not in md and "budget 40000 calls per search (both modes), alpha 0.001, 1 repeat(s), seed 3" in md
     assert list(res.summary.table["entry"]) == TINY["entries"]
 
     # the same rows (timing aside) with two workers

@@ -189,7 +189,15 @@ def best_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, a
     are not bit patterns (None when there is none), from one set of candidates: the second is what
     a certification beside a winning bit-pattern event needs (:func:`certify_best`)."""
     n_sel, cand, gamma = _candidates(y1, y2, finite, events, None, context)
-    first = _choose(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
+    return choose_with_real(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon,
+                            gamma=gamma)
+
+
+def choose_with_real(cand: Candidates, mask: np.ndarray | None, *, n_sel: int, n_cert: int, alpha: float,
+                     delta: float, epsilon: float | None, gamma: float) -> tuple[Choice, Choice | None]:
+    """The best choice among the candidates of ``mask`` (None: all) and, when it is a bit pattern,
+    the best real-valued choice among all the candidates (None when there is none)."""
+    first = _choose(cand, mask, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=gamma)
     if getattr(first.event, "kind", "") not in FLOAT_KINDS:
         return first, first
     real = ~np.isin(np.asarray(cand.kinds), list(FLOAT_KINDS))

@@ -33,6 +33,7 @@ from dpharness.verifiers.events.reachable import data_context
 from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify,
                                                    certify_best, check_samples, check_selection, check_sequential,
                                                    best_choices, event_family, is_finite, resolve_events, seed_of)
+from dpharness.verifiers.statistical.held_out import held_out_choices
 from dpharness.verifiers.statistical.parallel import sample_draws, sampling
 from dpharness.verifiers.statistical.pooling import dataset_index, move_groups
 from dpharness.verifiers.verdict import Verdict
@@ -182,7 +183,6 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 alive.append(jr)
     ys = {j: (pool[ends[j][0]], pool[ends[j][1]]) for j in alive}
     best = max(alive, key=lambda j: (choices[j].score - margin_of[j], -j))
-    ch = choices[best]
     mech = held[best]  # the mechanism held to the winning pair's claim
     p = pairs[best]
     # Certification draws are Poisson(lam) per dataset (exact conditional bounds); lam keeps a
@@ -194,6 +194,14 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                                label=p.label, events=fams), mech)
         _report(v, skipped, merged)
         return v
+    # the winner's event: its type chosen on a held-out half of the winner's selection draws (the
+    # ranking above scored every type on the draws that built it; docs/auditing.md)
+    choices[best], second = held_out_choices(
+        np.concatenate(ys[best][0]), np.concatenate(ys[best][1]), finite=finite, n_cert=n_cert, alpha=alpha,
+        delta=float(held[best].claim.delta), events=fams, epsilon=float(held[best].claim.epsilon),
+        context=data_context(held[best], pairs[best].d1, pairs[best].d2))
+    real[best] = second if second is not None else choices[best]
+    ch = choices[best]
     jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j))
     if not two_track or real[jr] is ch or getattr(ch.event, "kind", "") not in FLOAT_KINDS:
         v = certify_best(mech, p.d1, p.d2, choices=[ch], n_cert=lam, alpha=alpha, seed=seed, key=(best,),
