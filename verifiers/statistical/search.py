@@ -196,6 +196,7 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
         return v
     # the winner's event: its type chosen on a held-out half of the winner's selection draws (the
     # ranking above scored every type on the draws that built it; docs/auditing.md)
+    won_on_bits = getattr(choices[best].event, "kind", "") in FLOAT_KINDS
     choices[best], second = held_out_choices(
         np.concatenate(ys[best][0]), np.concatenate(ys[best][1]), finite=finite, n_cert=n_cert, alpha=alpha,
         delta=float(held[best].claim.delta), events=fams, epsilon=float(held[best].claim.epsilon),
@@ -203,6 +204,12 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     real[best] = second if second is not None else choices[best]
     ch = choices[best]
     jr = max(real, key=lambda j: (real[j].score - margin_of[j], -j))
+    if (two_track and won_on_bits and jr != best and getattr(ch.event, "kind", "") not in FLOAT_KINDS
+            and real[jr].score - margin_of[jr] > ch.score - margin_of[best]):
+        # the pair won the ranking on a bit-pattern event, but its held-out type is real-valued and
+        # another pair's real-valued event predicts more: certify that one (one event, full alpha)
+        best, ch = jr, real[jr]
+        mech, p = held[best], pairs[best]
     if not two_track or real[jr] is ch or getattr(ch.event, "kind", "") not in FLOAT_KINDS:
         v = certify_best(mech, p.d1, p.d2, choices=[ch], n_cert=lam, alpha=alpha, seed=seed, key=(best,),
                          calls_so_far=spent, pairs_tried=P, label=p.label, split_cert=n_cert)
