@@ -135,13 +135,18 @@ def scales(claim: Any, sizes: tuple[int, ...] = (), ends: tuple[float, ...] = ()
     return [b for b in dict.fromkeys(out) if math.isfinite(b) and b > 0]
 
 
+def _interval(dom: Any) -> tuple[float, ...]:
+    """(lo, hi) of an interval input domain, ``()`` for any other (or None)."""
+    return (float(dom.lo), float(dom.hi)) if hasattr(dom, "lo") and hasattr(dom, "hi") else ()
+
+
 def declared_ends(mechanism: Any, claim: Any = None) -> tuple[float, ...]:
     """The input range the mechanism declares: an interval input domain (its claim's or its own),
     else scalar ``lower`` / ``upper`` attributes (diffprivlib's ``bounds``); ``()`` when none."""
     claim = mechanism.claim if claim is None else claim
     for dom in (getattr(claim, "input_domain", None), getattr(mechanism, "input_domain", None)):
-        if hasattr(dom, "lo") and hasattr(dom, "hi"):
-            return (float(dom.lo), float(dom.hi))
+        if _interval(dom):
+            return _interval(dom)
     lo, hi = getattr(mechanism, "lower", None), getattr(mechanism, "upper", None)
     if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
            for v in (lo, hi)) and lo < hi:
@@ -157,11 +162,8 @@ def data_context(mechanism: Any, d1: Any, d2: Any, claim: Any = None) -> tuple:
 
 def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
     d1, d2, claim = context[:3]
-    if len(context) > 3:
-        ends = list(context[3])
-    else:
-        dom = getattr(claim, "input_domain", None)
-        ends = [float(dom.lo), float(dom.hi)] if hasattr(dom, "lo") and hasattr(dom, "hi") else []
+    # a (d1, d2, claim) context (no mechanism at hand): the claim's input domain only
+    ends = list(context[3] if len(context) > 3 else _interval(getattr(claim, "input_domain", None)))
     models: list[tuple] = []
     fin = [y[np.isfinite(y)] for y in (y1, y2)]
     if min(f.size for f in fin) < 10:

@@ -19,10 +19,10 @@ Models (``MODELS``):
   inverse CDF);
 * ``"normal"`` -- ``Generator.normal(c, b)`` / ``c + b * Generator.standard_normal()``: numpy's
   ziggurat returns ``x = +-r w[i]`` for a layer ``i`` (8 bits of the 64-bit word) and a 52-bit
-  integer ``r``, then ``c + b * x``; 256 lattices, one per layer (the rare tail draws beyond the
-  last layer, about 3 in 10^4, are not on them);
+  integer ``r``, then ``c + b * x``; 256 lattices, one per layer, and the rare tail draws beyond
+  the base layer (about 3 in 10^4), ``+-(R - log1p(-U) / R)`` from a second uniform ``U``;
 * ``"generator_exponential"`` -- ``c + Generator.exponential(b)``: numpy's exponential ziggurat,
-  ``x = r w[i]`` with a 53-bit ``r``, then ``b * x``, then ``c + ``;
+  ``x = r w[i]`` with a 53-bit ``r`` (tail: ``R - log1p(-U)``), then ``b * x``, then ``c + ``;
 * ``"uniform"`` -- ``lo + (hi - lo) * U`` on the interval of consecutive sorted data points holding
   ``y`` (``Generator.uniform(lo, hi)``; the continuous exponential mechanism's draw inside its
   chosen interval). Outputs outside the data's range are not reachable.
@@ -219,7 +219,7 @@ def _ziggurat_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
     rmax = 2.0 ** _ZIGGURAT[name][1]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         t = (y - c) / b
-    todo = np.isfinite(t) & ((t >= 0) | (name == "normal"))
+    todo = np.isfinite(t) & ((t >= 0) | (name == "normal"))  # the exponential has no negative side
     sign = np.where(t < 0, -1.0, 1.0)
     # densest layers first: where a layer's lattice is finer than the output's ulp, it reaches
     # almost every double and the rest need not be tried
@@ -236,7 +236,7 @@ def _ziggurat_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
             with np.errstate(over="ignore", invalid="ignore"):
                 got |= ok & (c + b * x == y[sel])
         hit[sel] = got
-    tail = np.flatnonzero(~hit & np.isfinite(t) & (np.abs(t) >= 0.99 * _TAIL_R[name]) & ((t >= 0) | (name == "normal")))
+    tail = np.flatnonzero(todo & ~hit & (np.abs(t) >= 0.99 * _TAIL_R[name]))
     if tail.size:
         hit[tail] = _ziggurat_tail(name, y[tail], t[tail], c, b)
     return hit

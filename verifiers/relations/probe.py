@@ -68,15 +68,20 @@ def lengths(mechanism: Any, preferred: tuple[int, ...]) -> list[int]:
     return [k for k in (1, 2, 3, 4, 5, 10, 20, 50, 100) if accepts(mechanism, np.zeros(k), [])][:2]
 
 
+def _draws_on_zeros(mechanism: Any, k: int, size: int) -> np.ndarray | None:
+    """``size`` draws of the mechanism on ``k`` zeros (seed 0), or None when it raises."""
+    try:
+        return np.asarray(mechanism.sample(np.zeros(k), size=size, rng=0))
+    except Exception:  # user code may raise anything: then nothing is known of its release
+        return None
+
+
 def answers_each_query(mechanism: Any, k: int) -> bool:
     """Whether the mechanism releases a row with one or more coordinates per query of a length-``k``
     query vector (sparse vector, histograms, prefix sums), as opposed to a selection (an index or
     the winner's value): two draws on ``k`` zeros, rows of ``k`` or a multiple of ``k`` coordinates."""
-    try:
-        y = np.asarray(mechanism.sample(np.zeros(k), size=2, rng=0))
-    except Exception:  # user code may raise anything: then it is not known to answer each query
-        return False
-    if y.ndim < 2 or y.shape[0] != 2 or k < 2:
+    y = _draws_on_zeros(mechanism, k, 2)
+    if y is None or y.ndim < 2 or y.shape[0] != 2 or k < 2:
         return False
     width = int(np.prod(y.shape[1:]))
     return width >= k and width % k == 0
@@ -85,13 +90,10 @@ def answers_each_query(mechanism: Any, k: int) -> bool:
 def releases_a_value(mechanism: Any, k: int) -> bool:
     """Whether a selection over ``k`` queries releases the winner's noisy *value* (a real scalar)
     rather than its index: eight draws on ``k`` zeros, one coordinate each, some not an integer."""
-    try:
-        y = np.asarray(mechanism.sample(np.zeros(k), size=8, rng=0), dtype=np.float64)
-    except Exception:  # user code may raise anything, or release something that is not numeric
+    y = _draws_on_zeros(mechanism, k, 8)
+    if y is None or y.ndim < 1 or y.shape[0] != 8 or int(np.prod(y.shape[1:])) != 1 or y.dtype.kind not in "biuf":
         return False
-    if y.ndim < 1 or y.shape[0] != 8 or int(np.prod(y.shape[1:])) != 1:
-        return False
-    y = y.reshape(-1)
+    y = y.astype(np.float64).reshape(-1)
     return bool(np.all(np.isfinite(y)) and np.any(y != np.round(y)))
 
 

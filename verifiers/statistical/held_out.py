@@ -55,7 +55,7 @@ def held_out_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: in
     best: tuple[float, str] | None = None
     for t in dict.fromkeys(la):
         ch = _choose(ca, la == t, n_sel=na, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon, gamma=ga)
-        if ch is None or not np.isfinite(ch.score):
+        if not np.isfinite(ch.score):
             continue
         k1 = int(np.count_nonzero(ch.event.contains(y1[h:])))
         k2 = int(np.count_nonzero(ch.event.contains(y2[h:])))
@@ -65,7 +65,7 @@ def held_out_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: in
             best = (s, t)
     n_sel, cand, gamma = _candidates(y1, y2, finite, events, None, context)
     mask = _types(cand) == best[1] if best is not None else None
-    if mask is None or not mask.any():
+    if mask is not None and not mask.any():  # the type found on the half has no candidate on the whole
         mask = None
     return choose_with_real(cand, mask, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon,
                             gamma=gamma)
