@@ -46,6 +46,22 @@ def test_query_lengths_follow_the_release():
     assert not any("leader gap" in p.label for p in verifiers.pairs_for(_scores_mech(_each), "auto"))
 
 
+def _bases(mech) -> set[str]:
+    return {p.label.split(";")[0] for p in verifiers.pairs_for(mech, "auto")}
+
+
+def test_a_value_release_gets_the_gaps_below_the_noise_scale_and_the_leader_far_ahead():
+    # past a gap of a few noise scales the released maximum is the leader's own noisy score, the
+    # regime of the "one candidate far ahead" base: gaps 2, 4, 8 would only repeat it
+    val = _bases(_scores_mech(_max_value))
+    assert {"k=10, ties", "k=10, leader gap 1*sens/eps", "k=20, ties", "k=20, leader gap 1*sens/eps",
+            "k=5, one candidate far ahead"} <= val
+    assert not any(g in b for b in val for g in ("gap 2*", "gap 4*", "gap 8*"))
+    # an index release keeps every gap: a leader far ahead is where its support edge lies
+    idx = _bases(_scores_mech(_argmax))
+    assert {f"k=5, leader gap {g}*sens/eps" for g in (1, 2, 4, 8)} <= idx
+
+
 def test_a_value_release_whose_loss_grows_with_k_is_found_at_ten_candidates():
     # the winner's value of noisy max, noise Lap(2/eps): "all up" on k candidates costs k eps / 2,
     # so the claim eps = 1 is exceeded from k = 3 on; at 2 * 10^5 calls the search certifies more

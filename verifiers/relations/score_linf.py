@@ -56,6 +56,11 @@ def _score_moves(base: np.ndarray, s: float, monotone: bool) -> list[tuple[np.nd
 
 #: Query lengths for a selection that releases the winner's value (its loss can grow with k).
 VALUE_LENGTHS = (10, 20)
+#: Leader gaps (x sensitivity/epsilon) for a selection that releases the winner's value. Once the
+#: leader is a few noise scales ahead, the release is the leader's own noisy score -- a Laplace (or
+#: exponential, ...) release of one score, which the "one candidate far ahead" base already is --
+#: so gaps 2, 4 and 8 add pairs of that one regime, and each costs the ranking's first rounds draws.
+VALUE_GAPS = (0.0, 1.0)
 
 
 def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
@@ -68,7 +73,8 @@ def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     (noisy max returns one winner); for answers to each query it only fixes the first answer, and
     five such bases would cost the search five times the draws for the query patterns that matter
     (half up and half down, all up, one up). A selection that releases the winner's noisy value
-    rather than its index gets longer vectors (:data:`VALUE_LENGTHS`)."""
+    rather than its index gets longer vectors (:data:`VALUE_LENGTHS`) and only the leader gaps
+    below the noise scale (:data:`VALUE_GAPS`) beside the candidate far ahead."""
     monotone = bool(getattr(relation, "monotone", False))
     sens, eps = unit(mechanism)
     step = sens * max(1.0, 1.0 / eps)
@@ -91,7 +97,7 @@ def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     # loses at most its claim's worth per move whatever k, and 2 and 5 keep its pairs cheap
     value = not each and any(releases_a_value(mechanism, k) for k in short)
     for k in (lengths(mechanism, VALUE_LENGTHS if value else (5, 10)) if each or value else short):
-        for g in (gaps[:1] if each else gaps):
+        for g in (gaps[:1] if each else VALUE_GAPS if value else gaps):
             b = np.zeros(k)
             b[0] = g * step
             bases.append((b, f"k={k}, leader gap {g:g}*sens/eps" if g else f"k={k}, ties"))
