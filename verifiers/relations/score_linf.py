@@ -74,7 +74,7 @@ def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     five such bases would cost the search five times the draws for the query patterns that matter
     (half up and half down, all up, one up). A selection that releases the winner's noisy value
     rather than its index gets longer vectors (:data:`VALUE_LENGTHS`) and only the leader gaps
-    below the noise scale (:data:`VALUE_GAPS`) beside the candidate far ahead."""
+    0 and 1 x sensitivity/epsilon (:data:`VALUE_GAPS`) beside the candidate far ahead."""
     monotone = bool(getattr(relation, "monotone", False))
     sens, eps = unit(mechanism)
     step = sens * max(1.0, 1.0 / eps)
