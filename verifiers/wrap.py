@@ -11,6 +11,7 @@ from dpharness.mechanisms.base import ParamError, PrivacyClaim, as_rng, check_ch
 from dpharness.mechanisms.contracts import OUTPUT_KINDS, OutputKind
 from dpharness.verifiers.events import event_families
 from dpharness.verifiers.input_domains import parse_domain
+from dpharness.verifiers.statistical.draws import as_labels, none_as_nan
 
 __all__ = ["wrap", "WrappedMechanism"]
 
@@ -53,10 +54,14 @@ class WrappedMechanism:
         fname = self.name or "fn"
         raw = self.fn(data, n, as_rng(rng))
         try:
-            out = np.asarray(raw)
+            # finite outputs may be lists of different lengths (one label each: as_labels)
+            out = as_labels(raw) if self.kind == "finite" else none_as_nan(np.asarray(raw))
         except ValueError as exc:  # ragged lists and the like
             raise TypeError(f"{fname}(data, {n}, rng) must return an array of {n} outputs; numpy could not "
-                            f"read what it returned ({type(raw).__name__}): {exc}") from None
+                            f"read what it returned ({type(raw).__name__}): {exc}. Real releases of "
+                            "different lengths (answers up to a cutoff) need one width: pad each draw "
+                            "with None or NaN (\"no answer\"), or declare kind='finite' to read each "
+                            "draw as one label") from None
         if self.kind == "real" and out.dtype.kind not in "biuf":
             first = out.reshape(-1)[0] if out.size else None
             raise TypeError(

@@ -10,6 +10,7 @@ import numpy as np
 
 from dpharness.verifiers.events.core import Candidates, LabelEvent, _row_keys, _rows_in, fmt, labelled
 from dpharness.verifiers.events.families import Draws, Family, register
+from dpharness.verifiers.statistical.draws import label_text
 
 __all__ = ["finite_candidates", "set_candidates", "row_candidates", "UNION_CAP", "ROW_LABEL_CAP", "OutputSet",
            "FINITE"]
@@ -32,7 +33,17 @@ class OutputSet(LabelEvent):
         y = np.asarray(y)
         if y.ndim >= 2:
             return _rows_in(y.reshape(y.shape[0], -1), self.values)
-        return np.isin(y, np.asarray(self.values, dtype=y.dtype if y.dtype != object else None))
+        text = [v for v in self.values if isinstance(v, str)]
+        if y.dtype == object or y.dtype.kind in "US" or text:
+            # labels read as text (verifiers.statistical.draws): compare as text on both sides, and
+            # never cast the labels to the draws' width ("abcd" is not "abc")
+            vs = [v if isinstance(v, str) else str(label_text(np.asarray([v]))[0]) for v in self.values]
+            return np.isin(label_text(y), np.asarray(vs, dtype=str))
+        values = np.asarray(self.values, dtype=np.float64 if y.dtype.kind == "f" else None)
+        hit = np.isin(y, values)
+        if y.dtype.kind == "f" and np.isnan(values).any():  # None read as NaN is a label
+            hit |= np.isnan(y)
+        return hit
 
     def describe(self) -> str:
         vals = ", ".join(fmt(x) for x in self.values[:8])
