@@ -52,6 +52,22 @@ def test_location_models_agree_with_brute_force_on_a_window(name, c, b, k0):
     assert np.array_equal(got[inner], want[inner])
 
 
+@pytest.mark.parametrize("c,b,j0,side", [(0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 12345, 1.0), (5.5, 10.0, 2 ** 50 + 777, -1.0)])
+def test_textbook_laplace_model_agrees_with_brute_force_on_a_window(c, b, j0, side):
+    # c - b*sign(u)*log(1 - 2|u|): 1 - 2|u| is x = j 2^-52 exactly, so the release is c - side*b*log(x)
+    # (side +1 above c, -1 below), evaluated here with the C library's log, in the sampler's order
+    outs = {c - side * (b * math.log(j / 2.0 ** 52)) for j in range(j0, j0 + 400)}
+    lo, hi = min(outs), max(outs)
+    grid = [lo]
+    while grid[-1] < hi:
+        grid.append(math.nextafter(grid[-1], math.inf))
+    got = reachable(("laplace_textbook", c, b), np.array(grid))
+    want = np.array([g in outs for g in grid])
+    inner = slice(1, -1)
+    assert want[inner].any() and (~want[inner]).any()
+    assert np.array_equal(got[inner], want[inner])
+
+
 def test_uniform_model_agrees_with_brute_force_on_a_window():
     pts = (0.0, 0.05, 0.27, 1.0)
     lo, hi = 0.05, 0.27
@@ -135,6 +151,9 @@ def test_every_output_of_the_real_samplers_is_reachable():
     assert reachable(("normal", c, b), c + b * rng.standard_normal(20_000)).all()
     assert reachable(("normal", c, b), st.norm.rvs(loc=c, scale=b, size=20_000, random_state=rng)).all()
     assert reachable(("generator_exponential", c, b), c + rng.exponential(b, 100_000)).all()
+    u = rng.random(100_000) - 0.5  # the hand-written inverse CDF, in both sign conventions
+    assert reachable(("laplace_textbook", c, b), c - b * np.sign(u) * np.log(1 - 2 * np.abs(u))).all()
+    assert reachable(("laplace_textbook", c, b), c + np.sign(u) * b * np.log(1 - 2 * np.abs(u))).all()
     pts = np.array([0.0, 0.13, 0.27, 0.44, 1.0])
     i = rng.integers(0, 4, 20_000)
     assert reachable(("uniform", *pts), rng.uniform(pts[i], pts[i + 1])).all()
@@ -192,6 +211,12 @@ def _sum_gauss(d, n, rng):
     return float(np.sum(np.clip(d, 0.0, 1.0))) + rng.normal(0.0, SIGMA, n)
 
 
+def _sum_textbook(d, n, rng):
+    # the hand-written inverse CDF of many tutorials: u ~ U(-1/2, 1/2), c - b sgn(u) ln(1 - 2|u|)
+    u = rng.random(n) - 0.5
+    return np.sum(np.clip(d, 0.0, 1.0)) - (1.0 / EPS) * np.sign(u) * np.log(1 - 2 * np.abs(u))
+
+
 def _sum_gauss_rounded(d, n, rng):
     return np.round(_sum_gauss(d, n, rng), 3)
 
@@ -219,7 +244,8 @@ def _pair(i: int, v: float):
 
 LEAKS = [("sum", _sum_laplace, 1.0, _pair(0, 0.7)), ("mean_scipy", _mean_scipy, 0.1, _pair(3, 0.45)),
          ("em_median_edge", _em_median, None, _pair(0, 0.05)), ("sum_gauss", _sum_gauss, 1.0, _pair(0, 0.7)),
-         ("mean_undeclared_sensitivity", _mean_laplace, None, _pair(0, 0.7))]
+         ("mean_undeclared_sensitivity", _mean_laplace, None, _pair(0, 0.7)),
+         ("sum_textbook_inverse_cdf", _sum_textbook, 1.0, _pair(0, 0.7))]
 CONTROLS = [("rounded", _rounded), ("snapped", _snapped), ("integer_grid", _integer_grid),
             ("gauss_rounded", _sum_gauss_rounded)]
 

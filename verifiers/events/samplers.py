@@ -15,6 +15,10 @@ Models (``MODELS``):
   ``random_laplace``);
 * ``"laplace_scaled"`` -- ``scipy.stats.laplace.rvs(loc=c, scale=b)``: numpy's standard Laplace,
   then ``* b + c``;
+* ``"laplace_textbook"`` -- the hand-written inverse CDF ``c - b*sign(u)*log(1 - 2|u|)`` with
+  ``u = U - 1/2`` (either sign convention, any order of ``b`` and ``sign(u)``): ``1 - 2|u|`` is
+  exactly ``x = j 2^-52`` on both branches, so the release is ``c -+ b*log(x)`` -- numpy's own
+  ``U >= 1/2`` branch rounds ``(2 - U) - U`` instead and misses about a tenth of these outputs;
 * ``"exponential"`` -- ``c + b * (-log(1 - U))`` (``RandomState.exponential``, the textbook
   inverse CDF);
 * ``"normal"`` -- ``Generator.normal(c, b)`` / ``c + b * Generator.standard_normal()``: numpy's
@@ -123,6 +127,26 @@ def _location_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
     if miss.any():  # the C library's log, on what the fast pass missed
         ym = y[miss]
         hit[miss] = _search(ym, g[miss], lambda k, ok: fwd(k, c, b, _libm_log))
+    return hit
+
+
+def _textbook_model(y: np.ndarray, c: float, b: float) -> np.ndarray:
+    """``c - b*log(x)`` above ``c`` and ``c + b*log(x)`` below it, ``x = j 2^-52`` in (0, 1]."""
+    above = y > c
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        g = 0.5 * np.exp(-np.abs(y - c) / b)  # x / 2 on the 2^-53 grid of _search: k = j
+
+    def fwd(k: np.ndarray, up: np.ndarray, log: Callable) -> np.ndarray:
+        x = (k / _TWO53) * 2.0
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            lg = log(np.where(x <= 1.0, x, np.nan))
+            return np.where(up, c - b * lg, c + b * lg)
+
+    hit = _search(y, g, lambda k, ok: fwd(k, above[ok], np.log))
+    miss = ~hit & np.isfinite(y)
+    if miss.any():  # the C library's log, on what the fast pass missed
+        ym, am = y[miss], above[miss]
+        hit[miss] = _search(ym, g[miss], lambda k, ok: fwd(k, am[ok], _libm_log))
     return hit
 
 
@@ -275,6 +299,8 @@ def reachable(model: tuple, y: Any) -> np.ndarray:
         return _uniform_model(y, tuple(model[1:]))
     if name in _ZIGGURAT:
         return _ziggurat_model(name, y, float(model[1]), float(model[2]))
+    if name == "laplace_textbook":
+        return _textbook_model(y, float(model[1]), float(model[2]))
     if name not in _LOCATION:
         raise ValueError(f"sampler model must be one of {', '.join(MODELS)}, got {name!r}")
     return _location_model(name, y, float(model[1]), float(model[2]))
@@ -284,6 +310,7 @@ def reachable(model: tuple, y: Any) -> np.ndarray:
 MODELS: dict[str, str] = {
     "laplace": "c + b log(2U) / c - b log(2 - 2U) (numpy Generator/RandomState.laplace(c, b))",
     "laplace_scaled": "standard Laplace * b + c (scipy.stats.laplace.rvs(loc=c, scale=b))",
+    "laplace_textbook": "c - b sign(u) log(1 - 2|u|), u = U - 1/2 (the hand-written inverse CDF)",
     "exponential": "c + b (-log(1 - U)) (RandomState.exponential, inverse CDF)",
     "normal": "c + b (+-r w[i]) (numpy Generator.normal(c, b), ziggurat: 256 layers, 52-bit r)",
     "generator_exponential": "c + b (r w[i]) (numpy Generator.exponential(b), ziggurat: 256 layers, 53-bit r)",
