@@ -128,10 +128,8 @@ def _label_strings(out: np.ndarray) -> np.ndarray:
     * anything else (lists, tuples, mixed types): its ``repr``, sequences as tuples; a string keeps
       its text. Strings sort, which ``None`` beside numbers does not. Outputs with one repr (the
       int 1 and the string "1") are one label: coarser events, never wrong counts."""
-    items = out.tolist()
-    if all(x is None or (isinstance(x, numbers.Real) and not isinstance(x, str)) for x in items):
-        return np.array([np.nan if x is None else float(x) for x in items], dtype=np.float64)
-    return np.array([x if isinstance(x, str) else repr(_canonical(x)) for x in items], dtype=str)
+    num = none_as_nan(out)
+    return num if num.dtype != object else label_text(out)
 
 
 def label_text(y: np.ndarray) -> np.ndarray:
