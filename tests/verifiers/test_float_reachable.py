@@ -52,16 +52,22 @@ def test_location_models_agree_with_brute_force_on_a_window(name, c, b, k0):
     assert np.array_equal(got[inner], want[inner])
 
 
-@pytest.mark.parametrize("c,b,j0,side", [(0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 12345, 1.0), (5.5, 10.0, 2 ** 50 + 777, -1.0)])
-def test_textbook_laplace_model_agrees_with_brute_force_on_a_window(c, b, j0, side):
-    # c - b*sign(u)*log(1 - 2|u|): 1 - 2|u| is x = j 2^-52 exactly, so the release is c - side*b*log(x)
-    # (side +1 above c, -1 below), evaluated here with the C library's log, in the sampler's order
-    outs = {c - side * (b * math.log(j / 2.0 ** 52)) for j in range(j0, j0 + 400)}
+@pytest.mark.parametrize("name,spacing,c,b,j0,side", [
+    ("laplace_textbook", 2.0 ** -52, 0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 12345, 1.0),
+    ("laplace_textbook", 2.0 ** -52, 5.5, 10.0, 2 ** 50 + 777, -1.0),
+    ("signed_exponential", 2.0 ** -53, 0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 4321, 1.0),
+    ("signed_exponential", 2.0 ** -53, 5.5, 10.0, 2 ** 51 + 99, -1.0),
+])
+def test_two_sided_log_models_agree_with_brute_force_on_a_window(name, spacing, c, b, j0, side):
+    # c - b*sign(u)*log(1 - 2|u|): 1 - 2|u| is x = j 2^-52 exactly; c + s*b*(-log(U)): x = U = j 2^-53
+    # (or 1 - U, the same set). Either way the release is c - side*b*log(x) (side +1 above c, -1
+    # below), evaluated here with the C library's log, in the sampler's order
+    outs = {c - side * (b * math.log(j * spacing)) for j in range(j0, j0 + 400)}
     lo, hi = min(outs), max(outs)
     grid = [lo]
     while grid[-1] < hi:
         grid.append(math.nextafter(grid[-1], math.inf))
-    got = reachable(("laplace_textbook", c, b), np.array(grid))
+    got = reachable((name, c, b), np.array(grid))
     want = np.array([g in outs for g in grid])
     inner = slice(1, -1)
     assert want[inner].any() and (~want[inner]).any()
@@ -88,10 +94,12 @@ def _ziggurat_outputs(name: str, c: float, b: float, lo: float, hi: float) -> se
     """Every output in [lo, hi] of numpy's ziggurat at (c, b), by enumeration (definitional): each
     layer's integers r whose c + b * (+-r w) can land in [lo, hi] (the map is monotone in r), and
     the tail draws R + xx of the uniforms whose xx can."""
+    signed = name.startswith("signed_")  # s * Generator.exponential(b): both sides of c
+    name = name.removeprefix("signed_")
     w = ziggurat_widths(name)
     rbits = 52 if name == "normal" else 53
     out = set()
-    for sgn in ((1.0, -1.0) if name == "normal" else (1.0,)):
+    for sgn in ((1.0, -1.0) if name == "normal" or signed else (1.0,)):
         xs = sorted(((lo - c) / b * sgn, (hi - c) / b * sgn))
         for i in range(256):
             r_lo = max(0, math.floor(xs[0] / w[i]) - 4)
@@ -121,6 +129,8 @@ def _ziggurat_outputs(name: str, c: float, b: float, lo: float, hi: float) -> se
     ("normal", 0.30000000000000004, 0.5, 4.5),        # beyond the base layer: the tail's uniforms
     ("generator_exponential", 1.1, 7.0, 0.7),
     ("generator_exponential", 0.2, 0.1, 7.75),        # exponential tail
+    ("signed_generator_exponential", 1.1, 7.0, -0.7),  # with a random sign: the side below c
+    ("signed_generator_exponential", 0.2, 0.1, -7.75),
 ])
 def test_ziggurat_models_agree_with_brute_force_on_a_stretch(name, c, b, x0):
     # every double in a stretch of outputs near c + b x0: the model says reachable exactly when
@@ -135,6 +145,23 @@ def test_ziggurat_models_agree_with_brute_force_on_a_stretch(name, c, b, x0):
     want = np.array([g in outs for g in grid])
     assert want.any() and (~want).any()  # a sparse stretch: the test can tell
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["normal", "generator_exponential", "signed_generator_exponential"])
+def test_ziggurat_layers_at_once_agree_with_one_layer_at_a_time(name, monkeypatch):
+    # few outputs are checked against every layer at once, many one layer at a time: the same
+    # comparisons, so the two must agree on a batch where some outputs are reachable and some not
+    from dpharness.verifiers.events import samplers
+    rng = np.random.default_rng(5)
+    c, b = 0.30000000000000004, 0.7
+    y = np.concatenate([c + b * rng.standard_normal(1500), c + rng.exponential(b, 1500),
+                        c + 0.013 + rng.laplace(0.0, b, 1500)])
+    monkeypatch.setattr(samplers, "_FEW", 0)
+    one_at_a_time = reachable((name, c, b), y)
+    monkeypatch.setattr(samplers, "_FEW", 10 ** 9)
+    at_once = reachable((name, c, b), y)
+    assert one_at_a_time.any() and (~one_at_a_time).any()
+    assert np.array_equal(one_at_a_time, at_once)
 
 
 def test_every_output_of_the_real_samplers_is_reachable():
@@ -154,6 +181,11 @@ def test_every_output_of_the_real_samplers_is_reachable():
     u = rng.random(100_000) - 0.5  # the hand-written inverse CDF, in both sign conventions
     assert reachable(("laplace_textbook", c, b), c - b * np.sign(u) * np.log(1 - 2 * np.abs(u))).all()
     assert reachable(("laplace_textbook", c, b), c + np.sign(u) * b * np.log(1 - 2 * np.abs(u))).all()
+    # a Laplace as an exponential with a random sign: log(U), log(1 - U), numpy's exponential
+    s = np.where(rng.random(100_000) < 0.5, -1.0, 1.0)
+    assert reachable(("signed_exponential", c, b), c + s * b * -np.log(rng.random(100_000))).all()
+    assert reachable(("signed_exponential", c, b), c - s * (b * np.log(1.0 - rng.random(100_000)))).all()
+    assert reachable(("signed_generator_exponential", c, b), c + s * rng.exponential(b, 100_000)).all()
     pts = np.array([0.0, 0.13, 0.27, 0.44, 1.0])
     i = rng.integers(0, 4, 20_000)
     assert reachable(("uniform", *pts), rng.uniform(pts[i], pts[i + 1])).all()
@@ -217,6 +249,16 @@ def _sum_textbook(d, n, rng):
     return np.sum(np.clip(d, 0.0, 1.0)) - (1.0 / EPS) * np.sign(u) * np.log(1 - 2 * np.abs(u))
 
 
+def _sum_signed_exponential(d, n, rng):
+    # a Laplace written as an exponential with a random sign (two uniforms)
+    s = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return np.sum(np.clip(d, 0.0, 1.0)) + s * (1.0 / EPS) * -np.log(rng.random(n))
+
+
+def _sum_signed_generator_exponential(d, n, rng):
+    return np.sum(np.clip(d, 0.0, 1.0)) + rng.choice([-1.0, 1.0], n) * rng.exponential(1.0 / EPS, n)
+
+
 def _sum_gauss_rounded(d, n, rng):
     return np.round(_sum_gauss(d, n, rng), 3)
 
@@ -245,7 +287,13 @@ def _pair(i: int, v: float):
 LEAKS = [("sum", _sum_laplace, 1.0, _pair(0, 0.7)), ("mean_scipy", _mean_scipy, 0.1, _pair(3, 0.45)),
          ("em_median_edge", _em_median, None, _pair(0, 0.05)), ("sum_gauss", _sum_gauss, 1.0, _pair(0, 0.7)),
          ("mean_undeclared_sensitivity", _mean_laplace, None, _pair(0, 0.7)),
-         ("sum_textbook_inverse_cdf", _sum_textbook, 1.0, _pair(0, 0.7))]
+         ("sum_textbook_inverse_cdf", _sum_textbook, 1.0, _pair(0, 0.7)),
+         ("sum_signed_exponential", _sum_signed_exponential, 1.0, _pair(0, 0.7)),
+         ("sum_signed_generator_exponential", _sum_signed_generator_exponential, 1.0, _pair(0, 0.7))]
+#: numpy's exponential ziggurat has 256 lattices, so a random sign leaves few doubles near the
+#: neighbour's sum unreachable (about 0.4 %: 271 of 7 10^4 draws at seed 1): a support violation
+#: that certifies about ln(271 / ln(1000)) = 3.6
+FLOOR = {"sum_signed_generator_exponential": 3.0}
 CONTROLS = [("rounded", _rounded), ("snapped", _snapped), ("integer_grid", _integer_grid),
             ("gauss_rounded", _sum_gauss_rounded)]
 
@@ -264,7 +312,7 @@ def test_leaks_finer_than_a_binade_are_support_violations(name, fn, sens, pair):
     assert off.epsilon_lower < 1.0  # the real-valued law is private (about): its events cannot see it
     on = verifiers.audit(m, *pair, samples=100_000, alpha=1e-3, rng=1, float_events=True)
     # a support violation at 10^5 draws per dataset certifies ln(n / ln(1/alpha))-ish: far above 1
-    assert on.violated and on.support_violation and on.epsilon_lower > 4.0, on.summary
+    assert on.violated and on.support_violation and on.epsilon_lower > FLOOR.get(name, 4.0), on.summary
     assert isinstance(on.witness.event, Reachable)
     again = verifiers.Event.from_json(on.witness.event.to_json())
     assert again == on.witness.event

@@ -44,7 +44,8 @@ __all__ = ["Reachable", "reachable_candidates", "centres", "scales", "sensitivit
 _LOCATION_MODELS = {"laplace": (0.0, 1.0), "laplace_scaled": (0.0, 1.0), "laplace_textbook": (0.0, 1.0),
                     "exponential": (math.log(2.0), math.log(2.0)),
                     "normal": (0.0, math.sqrt(2.0 / math.pi)),
-                    "generator_exponential": (math.log(2.0), math.log(2.0))}
+                    "generator_exponential": (math.log(2.0), math.log(2.0)),
+                    "signed_exponential": (0.0, 1.0), "signed_generator_exponential": (0.0, 1.0)}
 #: Data larger than this is not searched for centres or intervals (the events would carry it whole).
 MAX_POINTS = 10_000
 

@@ -21,12 +21,17 @@ Models (``MODELS``):
   ``U >= 1/2`` branch rounds ``(2 - U) - U`` instead and misses about a tenth of these outputs;
 * ``"exponential"`` -- ``c + b * (-log(1 - U))`` (``RandomState.exponential``, the textbook
   inverse CDF);
+* ``"signed_exponential"`` -- a Laplace written as an exponential with a random sign,
+  ``c + s * b * (-log(U))`` with ``s = +-1`` from a second draw (``log(U)`` or ``log(1 - U)``: both
+  are ``log(x)`` for ``x = k 2^-53``, and a sign or a negation is exact): ``c -+ b*log(x)``;
 * ``"normal"`` -- ``Generator.normal(c, b)`` / ``c + b * Generator.standard_normal()``: numpy's
   ziggurat returns ``x = +-r w[i]`` for a layer ``i`` (8 bits of the 64-bit word) and a 52-bit
   integer ``r``, then ``c + b * x``; 256 lattices, one per layer, and the rare tail draws beyond
   the base layer (about 3 in 10^4), ``+-(R - log1p(-U) / R)`` from a second uniform ``U``;
 * ``"generator_exponential"`` -- ``c + Generator.exponential(b)``: numpy's exponential ziggurat,
   ``x = r w[i]`` with a 53-bit ``r`` (tail: ``R - log1p(-U)``), then ``b * x``, then ``c + ``;
+* ``"signed_generator_exponential"`` -- ``c + s * Generator.exponential(b)``, ``s = +-1`` from a
+  second draw: the same lattices on both sides of ``c``;
 * ``"uniform"`` -- ``lo + (hi - lo) * U`` on the interval of consecutive sorted data points holding
   ``y`` (``Generator.uniform(lo, hi)``; the continuous exponential mechanism's draw inside its
   chosen interval). Outputs outside the data's range are not reachable.
@@ -130,14 +135,17 @@ def _location_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
     return hit
 
 
-def _textbook_model(y: np.ndarray, c: float, b: float) -> np.ndarray:
-    """``c - b*log(x)`` above ``c`` and ``c + b*log(x)`` below it, ``x = j 2^-52`` in (0, 1]."""
+def _two_sided_log_model(y: np.ndarray, c: float, b: float, spacing: float) -> np.ndarray:
+    """``c - b*log(x)`` above ``c`` and ``c + b*log(x)`` below it, ``x = j * spacing`` in (0, 1]:
+    the hand-written inverse CDF (``spacing`` 2^-52) and the exponential with a random sign
+    (2^-53)."""
     above = y > c
+    per_k = spacing * _TWO53  # x = k 2^-53 * per_k on the 2^-53 grid of _search
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        g = 0.5 * np.exp(-np.abs(y - c) / b)  # x / 2 on the 2^-53 grid of _search: k = j
+        g = np.exp(-np.abs(y - c) / b) / per_k
 
     def fwd(k: np.ndarray, up: np.ndarray, log: Callable) -> np.ndarray:
-        x = (k / _TWO53) * 2.0
+        x = (k / _TWO53) * per_k
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             lg = log(np.where(x <= 1.0, x, np.nan))
             return np.where(up, c - b * lg, c + b * lg)
@@ -150,8 +158,14 @@ def _textbook_model(y: np.ndarray, c: float, b: float) -> np.ndarray:
     return hit
 
 
+#: Two-sided log models: name -> spacing of the uniform x in c -+ b*log(x).
+_TWO_SIDED_LOG = {"laplace_textbook": 2.0 ** -52, "signed_exponential": 2.0 ** -53}
+
+
 #: (bits of the layer index shifted out first, bits of the integer r) of numpy's two ziggurats.
 _ZIGGURAT = {"normal": (8, 52), "generator_exponential": (3, 53)}
+#: Ziggurat models drawn with a random sign, and the ziggurat each draws from.
+_SIGNED = {"signed_generator_exponential": "generator_exponential"}
 #: Where the ziggurat's base layer ends and its tail begins (numpy's ``ziggurat_nor_r``,
 #: ``ziggurat_exp_r``; the normal tail also uses ``ziggurat_nor_inv_r``, written as numpy writes it).
 _TAIL_R = {"normal": 3.6541528853610087963519472518, "generator_exponential": 7.69711747013104972}
@@ -235,7 +249,30 @@ def ziggurat_widths(kind: str) -> np.ndarray | None:
     return w
 
 
-def _ziggurat_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
+#: Outputs left below which the ziggurat's layers are tried all at once (one array of outputs x
+#: layers) rather than one layer at a time: the same comparisons, without 256 passes of Python.
+_FEW = 2048
+
+
+def _layers_at_once(y: np.ndarray, t: np.ndarray, sign: np.ndarray, w: np.ndarray, rmax: float, c: float,
+                    b: float) -> np.ndarray:
+    """Whether some layer of ``w`` and integer within :data:`WINDOW` of ``|t| / w`` gives exactly y."""
+    at = np.abs(t)[:, None]
+    inside = at <= rmax * w[None, :]
+    k0 = np.floor(at / w[None, :])
+    got = np.zeros(inside.shape, dtype=bool)
+    for dk in range(-WINDOW, WINDOW + 1):
+        k = k0 + dk
+        ok = inside & ~got & (k >= 0) & (k < rmax)
+        x = sign[:, None] * (k * w[None, :])
+        with np.errstate(over="ignore", invalid="ignore"):
+            got |= ok & (c + b * x == y[:, None])
+    return got.any(axis=1)
+
+
+def _ziggurat_model(model: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
+    name = _SIGNED.get(model, model)
+    two_sided = name == "normal" or model in _SIGNED
     hit = np.zeros(y.shape, dtype=bool)
     w = ziggurat_widths(name)
     if w is None or not (b > 0):
@@ -243,12 +280,17 @@ def _ziggurat_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
     rmax = 2.0 ** _ZIGGURAT[name][1]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         t = (y - c) / b
-    todo = np.isfinite(t) & ((t >= 0) | (name == "normal"))  # the exponential has no negative side
+    todo = np.isfinite(t) & ((t >= 0) | two_sided)  # the exponential alone has no negative side
     sign = np.where(t < 0, -1.0, 1.0)
     # densest layers first: where a layer's lattice is finer than the output's ulp, it reaches
     # almost every double and the rest need not be tried
-    for i in np.argsort(w):
-        sel = np.flatnonzero(todo & ~hit & (np.abs(t) <= rmax * w[i]))
+    order = np.argsort(w)
+    for n_done, i in enumerate(order):
+        rest = np.flatnonzero(todo & ~hit)
+        if rest.size <= _FEW:  # few outputs left: every remaining layer at once
+            hit[rest] = _layers_at_once(y[rest], t[rest], sign[rest], w[order[n_done:]], rmax, c, b)
+            break
+        sel = rest[np.abs(t[rest]) <= rmax * w[i]]
         if sel.size == 0:
             continue
         k0 = np.floor(np.abs(t[sel]) / w[i])
@@ -297,10 +339,10 @@ def reachable(model: tuple, y: Any) -> np.ndarray:
     name = model[0]
     if name == "uniform":
         return _uniform_model(y, tuple(model[1:]))
-    if name in _ZIGGURAT:
+    if name in _ZIGGURAT or name in _SIGNED:
         return _ziggurat_model(name, y, float(model[1]), float(model[2]))
-    if name == "laplace_textbook":
-        return _textbook_model(y, float(model[1]), float(model[2]))
+    if name in _TWO_SIDED_LOG:
+        return _two_sided_log_model(y, float(model[1]), float(model[2]), _TWO_SIDED_LOG[name])
     if name not in _LOCATION:
         raise ValueError(f"sampler model must be one of {', '.join(MODELS)}, got {name!r}")
     return _location_model(name, y, float(model[1]), float(model[2]))
@@ -312,7 +354,9 @@ MODELS: dict[str, str] = {
     "laplace_scaled": "standard Laplace * b + c (scipy.stats.laplace.rvs(loc=c, scale=b))",
     "laplace_textbook": "c - b sign(u) log(1 - 2|u|), u = U - 1/2 (the hand-written inverse CDF)",
     "exponential": "c + b (-log(1 - U)) (RandomState.exponential, inverse CDF)",
+    "signed_exponential": "c + s b (-log(U)), s = +-1 from a second draw (a Laplace as a signed exponential)",
     "normal": "c + b (+-r w[i]) (numpy Generator.normal(c, b), ziggurat: 256 layers, 52-bit r)",
     "generator_exponential": "c + b (r w[i]) (numpy Generator.exponential(b), ziggurat: 256 layers, 53-bit r)",
+    "signed_generator_exponential": "c + s b (r w[i]), s = +-1 from a second draw (s * Generator.exponential(b))",
     "uniform": "lo + (hi - lo) U inside the interval of consecutive data points (Generator.uniform)",
 }
