@@ -57,12 +57,18 @@ def test_location_models_agree_with_brute_force_on_a_window(name, c, b, k0):
     ("laplace_textbook", 2.0 ** -52, 5.5, 10.0, 2 ** 50 + 777, -1.0),
     ("signed_exponential", 2.0 ** -53, 0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 4321, 1.0),
     ("signed_exponential", 2.0 ** -53, 5.5, 10.0, 2 ** 51 + 99, -1.0),
+    ("laplace_textbook_log1p", 2.0 ** -52, 0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 12345, 1.0),
+    ("laplace_textbook_log1p", 2.0 ** -52, 5.5, 10.0, 3 * 2 ** 50 + 777, -1.0),
 ])
 def test_two_sided_log_models_agree_with_brute_force_on_a_window(name, spacing, c, b, j0, side):
     # c - b*sign(u)*log(1 - 2|u|): 1 - 2|u| is x = j 2^-52 exactly; c + s*b*(-log(U)): x = U = j 2^-53
     # (or 1 - U, the same set). Either way the release is c - side*b*log(x) (side +1 above c, -1
-    # below), evaluated here with the C library's log, in the sampler's order
-    outs = {c - side * (b * math.log(j * spacing)) for j in range(j0, j0 + 400)}
+    # below), evaluated here with the C library's log, in the sampler's order. With log1p(-2|u|),
+    # z = 2|u| = j 2^-52 exactly and the release is c - side*b*log1p(-z)
+    if name.endswith("log1p"):
+        outs = {c - side * (b * math.log1p(-(j * spacing))) for j in range(j0, j0 + 400)}
+    else:
+        outs = {c - side * (b * math.log(j * spacing)) for j in range(j0, j0 + 400)}
     lo, hi = min(outs), max(outs)
     grid = [lo]
     while grid[-1] < hi:
@@ -181,6 +187,9 @@ def test_every_output_of_the_real_samplers_is_reachable():
     u = rng.random(100_000) - 0.5  # the hand-written inverse CDF, in both sign conventions
     assert reachable(("laplace_textbook", c, b), c - b * np.sign(u) * np.log(1 - 2 * np.abs(u))).all()
     assert reachable(("laplace_textbook", c, b), c + np.sign(u) * b * np.log(1 - 2 * np.abs(u))).all()
+    assert reachable(("laplace_textbook_log1p", c, b), c - b * np.sign(u) * np.log1p(-2 * np.abs(u))).all()
+    v = rng.uniform(-0.5, 0.5, 100_000)  # low + (high - low) U: the same u
+    assert reachable(("laplace_textbook_log1p", c, b), c + -b * np.sign(v) * np.log1p(-2 * np.abs(v))).all()
     # a Laplace as an exponential with a random sign: log(U), log(1 - U), numpy's exponential
     s = np.where(rng.random(100_000) < 0.5, -1.0, 1.0)
     assert reachable(("signed_exponential", c, b), c + s * b * -np.log(rng.random(100_000))).all()
@@ -249,6 +258,12 @@ def _sum_textbook(d, n, rng):
     return np.sum(np.clip(d, 0.0, 1.0)) - (1.0 / EPS) * np.sign(u) * np.log(1 - 2 * np.abs(u))
 
 
+def _sum_textbook_log1p(d, n, rng):
+    # the same inverse CDF with log1p, as some DP code writes it
+    u = rng.random(n) - 0.5
+    return np.sum(np.clip(d, 0.0, 1.0)) + -(1.0 / EPS) * np.sign(u) * np.log1p(-2 * np.abs(u))
+
+
 def _sum_signed_exponential(d, n, rng):
     # a Laplace written as an exponential with a random sign (two uniforms)
     s = np.where(rng.random(n) < 0.5, -1.0, 1.0)
@@ -288,6 +303,7 @@ LEAKS = [("sum", _sum_laplace, 1.0, _pair(0, 0.7)), ("mean_scipy", _mean_scipy, 
          ("em_median_edge", _em_median, None, _pair(0, 0.05)), ("sum_gauss", _sum_gauss, 1.0, _pair(0, 0.7)),
          ("mean_undeclared_sensitivity", _mean_laplace, None, _pair(0, 0.7)),
          ("sum_textbook_inverse_cdf", _sum_textbook, 1.0, _pair(0, 0.7)),
+         ("sum_textbook_log1p", _sum_textbook_log1p, 1.0, _pair(0, 0.7)),
          ("sum_signed_exponential", _sum_signed_exponential, 1.0, _pair(0, 0.7)),
          ("sum_signed_generator_exponential", _sum_signed_generator_exponential, 1.0, _pair(0, 0.7))]
 #: numpy's exponential ziggurat has 256 lattices, so a random sign leaves few doubles near the

@@ -42,6 +42,7 @@ __all__ = ["Reachable", "reachable_candidates", "centres", "scales", "sensitivit
 #: centre and their mean absolute deviation about the median, in units of the scale (Laplace: 0 and
 #: 1; normal: 0 and sqrt(2/pi); exponential: ln 2 and ln 2).
 _LOCATION_MODELS = {"laplace": (0.0, 1.0), "laplace_scaled": (0.0, 1.0), "laplace_textbook": (0.0, 1.0),
+                    "laplace_textbook_log1p": (0.0, 1.0),
                     "exponential": (math.log(2.0), math.log(2.0)),
                     "normal": (0.0, math.sqrt(2.0 / math.pi)),
                     "generator_exponential": (math.log(2.0), math.log(2.0)),

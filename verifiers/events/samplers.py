@@ -21,6 +21,8 @@ Models (``MODELS``):
   ``U >= 1/2`` branch rounds ``(2 - U) - U`` instead and misses about a tenth of these outputs;
 * ``"exponential"`` -- ``c + b * (-log(1 - U))`` (``RandomState.exponential``, the textbook
   inverse CDF);
+* ``"laplace_textbook_log1p"`` -- the same inverse CDF written ``c - b*sign(u)*log1p(-2|u|)``:
+  ``z = 2|u| = j 2^-52`` exactly, so the release is ``c -+ b*log1p(-z)``, which rounds otherwise;
 * ``"signed_exponential"`` -- a Laplace written as an exponential with a random sign,
   ``c + s * b * (-log(U))`` with ``s = +-1`` from a second draw (``log(U)`` or ``log(1 - U)``: both
   are ``log(x)`` for ``x = k 2^-53``, and a sign or a negation is exact): ``c -+ b*log(x)``;
@@ -135,31 +137,43 @@ def _location_model(name: str, y: np.ndarray, c: float, b: float) -> np.ndarray:
     return hit
 
 
-def _two_sided_log_model(y: np.ndarray, c: float, b: float, spacing: float) -> np.ndarray:
+def _libm_log1p_neg(z: np.ndarray) -> np.ndarray:
+    out = np.full(z.shape, np.nan)
+    ok = z < 1
+    if ok.any():
+        out[ok] = _mlog1p(-z[ok]).astype(np.float64)
+    return out
+
+
+def _two_sided_log_model(y: np.ndarray, c: float, b: float, spacing: float, log1p: bool = False) -> np.ndarray:
     """``c - b*log(x)`` above ``c`` and ``c + b*log(x)`` below it, ``x = j * spacing`` in (0, 1]:
     the hand-written inverse CDF (``spacing`` 2^-52) and the exponential with a random sign
-    (2^-53)."""
+    (2^-53). With ``log1p``, ``c -+ b*log1p(-z)`` for ``z = j * spacing`` in [0, 1) instead (the
+    inverse CDF written with ``log1p(-2|u|)``)."""
     above = y > c
-    per_k = spacing * _TWO53  # x = k 2^-53 * per_k on the 2^-53 grid of _search
+    per_k = spacing * _TWO53  # x (or z) = k 2^-53 * per_k on the 2^-53 grid of _search
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        g = np.exp(-np.abs(y - c) / b) / per_k
+        a = np.abs(y - c) / b
+        g = (-np.expm1(-a) if log1p else np.exp(-a)) / per_k
 
     def fwd(k: np.ndarray, up: np.ndarray, log: Callable) -> np.ndarray:
         x = (k / _TWO53) * per_k
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            lg = log(np.where(x <= 1.0, x, np.nan))
+            lg = log(np.where(x < 1.0, x, np.nan)) if log1p else log(np.where(x <= 1.0, x, np.nan))
             return np.where(up, c - b * lg, c + b * lg)
 
-    hit = _search(y, g, lambda k, ok: fwd(k, above[ok], np.log))
+    fast, slow = ((lambda z: np.log1p(-z)), _libm_log1p_neg) if log1p else (np.log, _libm_log)
+    hit = _search(y, g, lambda k, ok: fwd(k, above[ok], fast))
     miss = ~hit & np.isfinite(y)
-    if miss.any():  # the C library's log, on what the fast pass missed
+    if miss.any():  # the C library's log (log1p), on what the fast pass missed
         ym, am = y[miss], above[miss]
-        hit[miss] = _search(ym, g[miss], lambda k, ok: fwd(k, am[ok], _libm_log))
+        hit[miss] = _search(ym, g[miss], lambda k, ok: fwd(k, am[ok], slow))
     return hit
 
 
-#: Two-sided log models: name -> spacing of the uniform x in c -+ b*log(x).
-_TWO_SIDED_LOG = {"laplace_textbook": 2.0 ** -52, "signed_exponential": 2.0 ** -53}
+#: Two-sided log models: name -> (spacing of the uniform x in c -+ b*log(x), log1p(-x) instead).
+_TWO_SIDED_LOG = {"laplace_textbook": (2.0 ** -52, False), "laplace_textbook_log1p": (2.0 ** -52, True),
+                  "signed_exponential": (2.0 ** -53, False)}
 
 
 #: (bits of the layer index shifted out first, bits of the integer r) of numpy's two ziggurats.
@@ -342,7 +356,7 @@ def reachable(model: tuple, y: Any) -> np.ndarray:
     if name in _ZIGGURAT or name in _SIGNED:
         return _ziggurat_model(name, y, float(model[1]), float(model[2]))
     if name in _TWO_SIDED_LOG:
-        return _two_sided_log_model(y, float(model[1]), float(model[2]), _TWO_SIDED_LOG[name])
+        return _two_sided_log_model(y, float(model[1]), float(model[2]), *_TWO_SIDED_LOG[name])
     if name not in _LOCATION:
         raise ValueError(f"sampler model must be one of {', '.join(MODELS)}, got {name!r}")
     return _location_model(name, y, float(model[1]), float(model[2]))
@@ -354,6 +368,7 @@ MODELS: dict[str, str] = {
     "laplace_scaled": "standard Laplace * b + c (scipy.stats.laplace.rvs(loc=c, scale=b))",
     "laplace_textbook": "c - b sign(u) log(1 - 2|u|), u = U - 1/2 (the hand-written inverse CDF)",
     "exponential": "c + b (-log(1 - U)) (RandomState.exponential, inverse CDF)",
+    "laplace_textbook_log1p": "c - b sign(u) log1p(-2|u|), u = U - 1/2 (the hand-written inverse CDF with log1p)",
     "signed_exponential": "c + s b (-log(U)), s = +-1 from a second draw (a Laplace as a signed exponential)",
     "normal": "c + b (+-r w[i]) (numpy Generator.normal(c, b), ziggurat: 256 layers, 52-bit r)",
     "generator_exponential": "c + b (r w[i]) (numpy Generator.exponential(b), ziggurat: 256 layers, 53-bit r)",
