@@ -30,6 +30,22 @@ def _libm_forward(name: str, k: int, c: float, b: float) -> float:
     raise AssertionError(name)
 
 
+def _assert_window_matches(model: tuple, outs: set[float]) -> None:
+    """Every double between the first and last of ``outs`` (a window of consecutive integers'
+    outputs, enumerated) is reachable under ``model`` exactly when it is in ``outs``. The forward
+    map is monotone in the integer on each branch, so no integer outside the window lands strictly
+    inside its range; the two ends may also be reached from outside, and are left out."""
+    lo, hi = min(outs), max(outs)
+    grid = [lo]
+    while grid[-1] < hi:
+        grid.append(math.nextafter(grid[-1], math.inf))
+    got = reachable(model, np.array(grid))
+    want = np.array([g in outs for g in grid])
+    inner = slice(1, -1)
+    assert want[inner].any() and (~want[inner]).any()  # a sparse stretch: the test can tell
+    assert np.array_equal(got[inner], want[inner])
+
+
 @pytest.mark.parametrize("name,c,b,k0", [
     ("laplace", 0.1 + 0.2, 1.0 / 3.0, 2 ** 51 + 12345),      # U < 1/2
     ("laplace", 5.5, 10.0, 2 ** 52 + 2 ** 50 + 777),        # U >= 1/2
@@ -40,16 +56,7 @@ def test_location_models_agree_with_brute_force_on_a_window(name, c, b, k0):
     # every double between the first and last output of 400 consecutive integers k: reachable
     # exactly when one of those k gives it (the forward map is monotone in k on each branch, so no
     # k outside the window lands strictly inside its range)
-    outs = {_libm_forward(name, k, c, b) for k in range(k0, k0 + 400)}
-    lo, hi = min(outs), max(outs)
-    grid = [lo]
-    while grid[-1] < hi:
-        grid.append(math.nextafter(grid[-1], math.inf))
-    got = reachable((name, c, b), np.array(grid))
-    want = np.array([g in outs for g in grid])
-    inner = slice(1, -1)  # the two ends may also be reached from k outside the window
-    assert want[inner].any() and (~want[inner]).any()  # a sparse stretch: the test can tell
-    assert np.array_equal(got[inner], want[inner])
+    _assert_window_matches((name, c, b), {_libm_forward(name, k, c, b) for k in range(k0, k0 + 400)})
 
 
 @pytest.mark.parametrize("name,spacing,c,b,j0,side", [
@@ -69,15 +76,7 @@ def test_two_sided_log_models_agree_with_brute_force_on_a_window(name, spacing, 
         outs = {c - side * (b * math.log1p(-(j * spacing))) for j in range(j0, j0 + 400)}
     else:
         outs = {c - side * (b * math.log(j * spacing)) for j in range(j0, j0 + 400)}
-    lo, hi = min(outs), max(outs)
-    grid = [lo]
-    while grid[-1] < hi:
-        grid.append(math.nextafter(grid[-1], math.inf))
-    got = reachable((name, c, b), np.array(grid))
-    want = np.array([g in outs for g in grid])
-    inner = slice(1, -1)
-    assert want[inner].any() and (~want[inner]).any()
-    assert np.array_equal(got[inner], want[inner])
+    _assert_window_matches((name, c, b), outs)
 
 
 def test_uniform_model_agrees_with_brute_force_on_a_window():
@@ -85,15 +84,7 @@ def test_uniform_model_agrees_with_brute_force_on_a_window():
     lo, hi = 0.05, 0.27
     w = hi - lo
     k0 = 2 ** 49 + 31
-    outs = {lo + w * (k / TWO53) for k in range(k0, k0 + 400)}
-    a, z = min(outs), max(outs)
-    grid = [a]
-    while grid[-1] < z:
-        grid.append(math.nextafter(grid[-1], math.inf))
-    got = reachable(("uniform", *pts), np.array(grid))
-    want = np.array([g in outs for g in grid])
-    assert want[1:-1].any() and (~want[1:-1]).any()
-    assert np.array_equal(got[1:-1], want[1:-1])
+    _assert_window_matches(("uniform", *pts), {lo + w * (k / TWO53) for k in range(k0, k0 + 400)})
 
 
 def _ziggurat_outputs(name: str, c: float, b: float, lo: float, hi: float) -> set[float]:
