@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpharness.verifiers.events.core import Candidates, LabelEvent, fmt, labelled
-from dpharness.verifiers.events.samplers import reachable
+from dpharness.verifiers.events.samplers import RATE_MODELS, reachable
 
 __all__ = ["Reachable", "reachable_candidates", "centres", "scales", "sensitivities", "data_context", "declared_ends"]
 
@@ -46,7 +46,19 @@ _LOCATION_MODELS = {"laplace": (0.0, 1.0), "laplace_scaled": (0.0, 1.0), "laplac
                     "exponential": (math.log(2.0), math.log(2.0)),
                     "normal": (0.0, math.sqrt(2.0 / math.pi)),
                     "generator_exponential": (math.log(2.0), math.log(2.0)),
-                    "signed_exponential": (0.0, 1.0), "signed_generator_exponential": (0.0, 1.0)}
+                    "signed_exponential": (0.0, 1.0), "signed_generator_exponential": (0.0, 1.0),
+                    "laplace_textbook_div": (0.0, 1.0), "laplace_textbook_log1p_div": (0.0, 1.0),
+                    "signed_exponential_div": (0.0, 1.0)}
+#: Scales within this many ulps of a spelled-out ``sensitivity / epsilon`` are tried (other orders
+#: of the same operations, e.g. ``1 / (epsilon * n)`` against ``(1 / n) / epsilon``, land within a
+#: few ulps of each other).
+ULPS = 4
+#: Selection draws per dataset that pick, among those scales, the one the sampler used (at most
+#: this many, and at least MIN_PROBE, else the spelled-out scales are kept).
+PROBE = 128
+MIN_PROBE = 16
+#: Only the first this many selection draws per dataset are searched for them.
+SCAN = 20_000
 #: Data larger than this is not searched for centres or intervals (the events would carry it whole).
 MAX_POINTS = 10_000
 
@@ -72,7 +84,8 @@ class Reachable(LabelEvent):
             pts = ", ".join(fmt(p) for p in params[:3]) + (f", ... ({len(params)} points)" if len(params) > 3 else "")
             return f"{{{v} is {what}lo + (hi - lo) U between consecutive data points [{pts}], U in 2^-53 Z}}"
         c, b = params
-        return f"{{{v} is {what}an output of the {model} sampler around c = {float(c)!r}, scale {float(b)!r}}}"
+        par = "rate" if model in RATE_MODELS else "scale"
+        return f"{{{v} is {what}an output of the {model} sampler around c = {float(c)!r}, {par} {float(b)!r}}}"
 
 
 def _numeric_1d(d: Any) -> np.ndarray | None:
@@ -163,6 +176,60 @@ def data_context(mechanism: Any, d1: Any, d2: Any, claim: Any = None) -> tuple:
     return (d1, d2, claim, declared_ends(mechanism, claim))
 
 
+def _scale_runs(bases: list[float]) -> list[list[float]]:
+    """The doubles within :data:`ULPS` ulps of each base scale, merged into runs of consecutive
+    doubles (one run per real value the bases approximate)."""
+    if not bases:
+        return []
+    window = set()
+    for b in bases:
+        up = down = b
+        window.add(b)
+        for _ in range(ULPS):
+            up, down = math.nextafter(up, math.inf), math.nextafter(down, 0.0)
+            window.update((up, down))
+    runs: list[list[float]] = []
+    for b in sorted(window):
+        if runs and math.nextafter(runs[-1][-1], math.inf) == b:
+            runs[-1].append(b)
+        else:
+            runs.append([b])
+    return runs
+
+
+def _informative(y: np.ndarray, c: float) -> np.ndarray:
+    """Up to :data:`PROBE` of the draws ``y`` whose noise ``y - c`` is larger than the output
+    itself: there the noise's doubles are coarser than the output's, and only there does the
+    scale's last bit decide which outputs are reachable (elsewhere every one is)."""
+    y = y[:SCAN]
+    return y[np.abs(y) < np.abs(y - c)][:PROBE]
+
+
+def _best_scales(name: str, c: float, run: list[float], bases: list[float],
+                 probe: list[np.ndarray]) -> list[float]:
+    """The scale of ``run`` that the release's own code computed: the one that reaches every
+    informative selection draw (:func:`_informative`) of the dataset whose statistic ``c`` is,
+    which a scale one ulp off does not (it rounds ``b * x`` otherwise on about half of them). The
+    spelled-out bases of the run are tried first and kept when one reaches them all, or when no
+    scale does (a release the model does not describe, or too few informative draws to tell)."""
+    spelled = [b for b in run if b in bases]
+    probe = [p for p in probe if p.size >= MIN_PROBE]
+    if len(run) == 1 or not probe:
+        return spelled or run[:1]
+
+    def reaches_all(b: float) -> bool:
+        return any(bool(reachable((name, c, b), p).all()) for p in probe)
+
+    hit = [b for b in spelled if reaches_all(b)]
+    if hit:
+        return hit
+    middle = run[len(run) // 2]
+    for b in sorted((b for b in run if b not in spelled), key=lambda b: abs(b - middle)):
+        if reaches_all(b):
+            return [b]
+    return spelled
+
+
 def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
     d1, d2, claim = context[:3]
     # a (d1, d2, claim) context (no mechanism at hand): the claim's input domain only
@@ -174,18 +241,25 @@ def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
     med = [float(np.median(f)) for f in fin]
     mad = float(np.mean(np.concatenate([np.abs(f - m) for f, m in zip(fin, med)])))
     n = min(f.size for f in fin)
-    cs = list(dict.fromkeys(c for d in (d1, d2) for c in centres(d)))
+    cen = [centres(d) for d in (d1, d2)]
+    cs = list(dict.fromkeys(c for cc in cen for c in cc))
     sizes = tuple(a.size for a in (_numeric_1d(d1), _numeric_1d(d2)) if a is not None)
     all_scales = scales(claim, tuple(dict.fromkeys(sizes)), tuple(ends))
+    probes: dict[float, list[np.ndarray]] = {}
     for name, (shift, spread) in _LOCATION_MODELS.items():
-        for b in all_scales:
-            if not (mad > 0 and abs(spread * b - mad) <= 0.15 * mad):
-                continue
-            for c in cs:
-                # the median of n draws of a location-scale law is within a few scales / sqrt(n)
-                # of where the law puts it
-                if any(abs(c + shift * b - m) <= 6.0 * mad / math.sqrt(n) + 1e-12 * abs(c) for m in med):
-                    models.append((name, c, b))
+        kept = [b for b in all_scales if mad > 0 and abs(spread * b - mad) <= 0.15 * mad]
+        for c in cs:
+            # the median of n draws of a location-scale law is within a few scales / sqrt(n)
+            # of where the law puts it
+            near = [b for b in kept if any(abs(c + shift * b - m) <= 6.0 * mad / math.sqrt(n) + 1e-12 * abs(c)
+                                           for m in med)]
+            # a rate model's parameter is 1 / scale (the release divides by epsilon / sensitivity)
+            params = [1.0 / b for b in near] if name in RATE_MODELS else near
+            # the draws of the dataset(s) whose statistic c is: only there does the right scale
+            # reach every informative draw
+            probe = probes.setdefault(c, [_informative(f, c) for f, cc in zip(fin, cen) if c in cc])
+            for run in _scale_runs(params):
+                models += [(name, c, b) for b in _best_scales(name, c, run, params, probe)]
     both = np.concatenate(fin)
     for d in (d1, d2):
         a = _numeric_1d(d)

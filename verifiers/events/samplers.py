@@ -26,6 +26,10 @@ Models (``MODELS``):
 * ``"signed_exponential"`` -- a Laplace written as an exponential with a random sign,
   ``c + s * b * (-log(U))`` with ``s = +-1`` from a second draw (``log(U)`` or ``log(1 - U)``: both
   are ``log(x)`` for ``x = k 2^-53``, and a sign or a negation is exact): ``c -+ b*log(x)``;
+* ``"laplace_textbook_div"``, ``"laplace_textbook_log1p_div"``, ``"signed_exponential_div"`` --
+  the same three releases with the log divided by a rate ``lam`` instead of multiplied by a scale
+  (``... / epsilon``; Python's ``random.expovariate(lam)`` is ``-log(1 - random()) / lam``): the
+  quotient rounds otherwise than any product, so these are models of their own;
 * ``"normal"`` -- ``Generator.normal(c, b)`` / ``c + b * Generator.standard_normal()``: numpy's
   ziggurat returns ``x = +-r w[i]`` for a layer ``i`` (8 bits of the 64-bit word) and a 52-bit
   integer ``r``, then ``c + b * x``; 256 lattices, one per layer, and the rare tail draws beyond
@@ -54,7 +58,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["MODELS", "reachable", "WINDOW", "ziggurat_widths"]
+__all__ = ["MODELS", "RATE_MODELS", "reachable", "WINDOW", "ziggurat_widths"]
 
 #: Integers tried on each side of the inverted guess of ``k``.
 WINDOW = 3
@@ -145,22 +149,26 @@ def _libm_log1p_neg(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def _two_sided_log_model(y: np.ndarray, c: float, b: float, spacing: float, log1p: bool = False) -> np.ndarray:
+def _two_sided_log_model(y: np.ndarray, c: float, b: float, spacing: float, log1p: bool = False,
+                         divide: bool = False) -> np.ndarray:
     """``c - b*log(x)`` above ``c`` and ``c + b*log(x)`` below it, ``x = j * spacing`` in (0, 1]:
     the hand-written inverse CDF (``spacing`` 2^-52) and the exponential with a random sign
     (2^-53). With ``log1p``, ``c -+ b*log1p(-z)`` for ``z = j * spacing`` in [0, 1) instead (the
-    inverse CDF written with ``log1p(-2|u|)``)."""
+    inverse CDF written with ``log1p(-2|u|)``). With ``divide``, ``b`` is a rate ``lam`` and the
+    release is ``c -+ log(x)/lam`` (``.../ epsilon``, Python's ``random.expovariate(lam)``): a
+    division rounds otherwise than a product with any double ``1/lam``."""
     above = y > c
     per_k = spacing * _TWO53  # x (or z) = k 2^-53 * per_k on the 2^-53 grid of _search
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        a = np.abs(y - c) / b
+        a = np.abs(y - c) * b if divide else np.abs(y - c) / b
         g = (-np.expm1(-a) if log1p else np.exp(-a)) / per_k
 
     def fwd(k: np.ndarray, up: np.ndarray, log: Callable) -> np.ndarray:
         x = (k / _TWO53) * per_k
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             lg = log(np.where(x < 1.0, x, np.nan)) if log1p else log(np.where(x <= 1.0, x, np.nan))
-            return np.where(up, c - b * lg, c + b * lg)
+            t = lg / b if divide else b * lg
+            return np.where(up, c - t, c + t)
 
     fast, slow = ((lambda z: np.log1p(-z)), _libm_log1p_neg) if log1p else (np.log, _libm_log)
     hit = _search(y, g, lambda k, ok: fwd(k, above[ok], fast))
@@ -171,9 +179,15 @@ def _two_sided_log_model(y: np.ndarray, c: float, b: float, spacing: float, log1
     return hit
 
 
-#: Two-sided log models: name -> (spacing of the uniform x in c -+ b*log(x), log1p(-x) instead).
-_TWO_SIDED_LOG = {"laplace_textbook": (2.0 ** -52, False), "laplace_textbook_log1p": (2.0 ** -52, True),
-                  "signed_exponential": (2.0 ** -53, False)}
+#: Two-sided log models: name -> (spacing of the uniform x in c -+ b*log(x), log1p(-x) instead,
+#: divide by a rate instead of multiplying by a scale).
+_TWO_SIDED_LOG = {"laplace_textbook": (2.0 ** -52, False, False), "laplace_textbook_log1p": (2.0 ** -52, True, False),
+                  "signed_exponential": (2.0 ** -53, False, False),
+                  "laplace_textbook_div": (2.0 ** -52, False, True),
+                  "laplace_textbook_log1p_div": (2.0 ** -52, True, True),
+                  "signed_exponential_div": (2.0 ** -53, False, True)}
+#: Models whose second parameter is a rate ``lam`` (the release divides by it), not a scale.
+RATE_MODELS = frozenset(k for k, v in _TWO_SIDED_LOG.items() if v[2])
 
 
 #: (bits of the layer index shifted out first, bits of the integer r) of numpy's two ziggurats.
@@ -370,6 +384,9 @@ MODELS: dict[str, str] = {
     "exponential": "c + b (-log(1 - U)) (RandomState.exponential, inverse CDF)",
     "laplace_textbook_log1p": "c - b sign(u) log1p(-2|u|), u = U - 1/2 (the hand-written inverse CDF with log1p)",
     "signed_exponential": "c + s b (-log(U)), s = +-1 from a second draw (a Laplace as a signed exponential)",
+    "laplace_textbook_div": "c - sign(u) log(1 - 2|u|) / lam, u = U - 1/2 (the inverse CDF divided by epsilon)",
+    "laplace_textbook_log1p_div": "c - sign(u) log1p(-2|u|) / lam (the log1p inverse CDF divided by epsilon)",
+    "signed_exponential_div": "c + s (-log(U)) / lam (random.expovariate(lam) with a random sign)",
     "normal": "c + b (+-r w[i]) (numpy Generator.normal(c, b), ziggurat: 256 layers, 52-bit r)",
     "generator_exponential": "c + b (r w[i]) (numpy Generator.exponential(b), ziggurat: 256 layers, 53-bit r)",
     "signed_generator_exponential": "c + s b (r w[i]), s = +-1 from a second draw (s * Generator.exponential(b))",
