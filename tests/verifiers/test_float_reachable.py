@@ -392,7 +392,7 @@ def _odd_sum_expovariate(d, n, rng):
 def _odd_sum_legacy_laplace(d, n, rng):
     # the global numpy API of older code: RandomState.laplace (the same inverse CDF as Generator's)
     rs = np.random.RandomState(int(rng.integers(2 ** 32)))
-    return np.random.RandomState.laplace(rs, float(np.sum(np.clip(d, 0.0, 1.0))), 1.0 / ODD, n)
+    return rs.laplace(float(np.sum(np.clip(d, 0.0, 1.0))), 1.0 / ODD, n)
 
 
 ODD_LEAKS = [("mean_scipy_one_over_eps_n", _odd_mean_scipy, 0.1), ("sum_divided_by_epsilon", _odd_sum_over_epsilon, 1.0),

@@ -255,9 +255,11 @@ def _models(y1: np.ndarray, y2: np.ndarray, context: Any) -> list[tuple]:
                                            for m in med)]
             # a rate model's parameter is 1 / scale (the release divides by epsilon / sensitivity)
             params = [1.0 / b for b in near] if name in RATE_MODELS else near
-            # the draws of the dataset(s) whose statistic c is: only there does the right scale
-            # reach every informative draw
-            probe = probes.setdefault(c, [_informative(f, c) for f, cc in zip(fin, cen) if c in cc])
+            if params and c not in probes:
+                # the draws of the dataset(s) whose statistic c is: only there does the right
+                # scale reach every informative draw
+                probes[c] = [_informative(f, c) for f, cc in zip(fin, cen) if c in cc]
+            probe = probes.get(c, [])
             for run in _scale_runs(params):
                 models += [(name, c, b) for b in _best_scales(name, c, run, params, probe)]
     both = np.concatenate(fin)
