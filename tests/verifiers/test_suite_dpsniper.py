@@ -280,6 +280,39 @@ def test_svt_first_answer_probabilities(entries):
     assert stats.binomtest(int(np.all(out == 1, axis=1).sum()), N, prob).pvalue > ALPHA / 7
 
 
+def _svt_stopping_law(q: np.ndarray, t: float, nu: float, rho: float) -> np.ndarray:
+    """P[first answer above is query j] (j = 0..d-1) and P[none] of SVT with c = 1:
+    integral of f_rho(r) prod_{i<j} F(t + r - q_i) (1 - F(t + r - q_j)) dr, F the query noise's
+    Laplace(nu) cdf and f_rho the threshold noise's Laplace(rho) density. Trapezoid rule on a
+    grid of step rho/400 over +-40 rho (the tails beyond carry e^-40): every factor is bounded
+    and Lipschitz, so the rule's error is O(step^2), far below the test's resolution."""
+    r = np.linspace(-40 * rho, 40 * rho, 32_001)
+    weight = stats.laplace.pdf(r, scale=rho)
+    below = np.ones_like(r)
+    out = []
+    for qj in q:
+        out.append(float(np.trapezoid(weight * below * stats.laplace.sf(t + r - qj, scale=nu), r)))
+        below = below * stats.laplace.cdf(t + r - qj, scale=nu)
+    out.append(float(np.trapezoid(weight * below, r)))
+    return np.asarray(out)
+
+
+@pytest.mark.statistical
+def test_svt4_stopping_index_law(entries):
+    # SVT4 with c = 1 releases only where its first answer "above" is: its whole law is the
+    # stopping index's. Chi-square over the 11 cells (expected counts >= 150 at N) on the two
+    # datasets of its best pair (ties against half up, half down) -> level ALPHA / 2 each.
+    for i, q in enumerate((np.zeros(10), np.r_[np.ones(5), -np.ones(5)])):
+        out = _sample(entries, "SparseVectorTechnique4", q, seed=30 + i)
+        above = out == 1
+        j = np.where(above.any(axis=1), above.argmax(axis=1), 10)
+        law = _svt_stopping_law(q, 1.0, 40.0 / 3.0, 40.0)
+        assert abs(law.sum() - 1.0) < 1e-5  # the rule's O(step^2) error: about 5e-7
+        expected = N * law / law.sum()
+        assert expected.min() >= 150
+        assert stats.chisquare(np.bincount(j, minlength=11), expected).pvalue > ALPHA / 2, i
+
+
 @pytest.mark.statistical
 def test_laplace_family_against_exact_laws(entries):
     # Kolmogorov-Smirnov against the exact continuous laws, 6 tests -> level ALPHA / 6
