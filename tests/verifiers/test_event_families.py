@@ -17,7 +17,7 @@ from dpharness.verifiers.events import core, families
 from dpharness.verifiers.events import shape as shape_family
 from dpharness.verifiers.events.core import LabelEvent
 from dpharness.verifiers.events.families import Family, register
-from dpharness.verifiers.events.finite import set_candidates
+from dpharness.verifiers.events.finite import row_candidates, set_candidates
 from dpharness.verifiers.events.real import AtMost, Interval, NoAnswer
 from dpharness.verifiers.statistical import batch as statistical
 from dpharness.verifiers.controls import zoo
@@ -271,8 +271,6 @@ def test_label_row_unions_are_not_support_events_the_sorting_made(seed):
     zero-count prefix ends at the first row the other half saw under both datasets (each leading
     row does with probability about 0.8), so it stays short: 0-21 hits on these seeds. 50 sits
     between the two."""
-    from dpharness.verifiers.events.finite import row_candidates
-
     rng = np.random.default_rng(seed)
     y1 = rng.integers(0, 2, size=(3333, 10))
     y2 = rng.integers(0, 2, size=(3333, 10))
