@@ -183,12 +183,15 @@ def _candidates(y1: np.ndarray, y2: np.ndarray, finite: bool, events: Any, float
 
 
 def best_choices(y1: np.ndarray, y2: np.ndarray, *, finite: bool, n_cert: int, alpha: float, delta: float = 0.0,
-                 events: Any = "all", epsilon: float | None = None, context: Any = None
-                 ) -> tuple[Choice, Choice | None]:
+                 events: Any = "all", epsilon: float | None = None, context: Any = None,
+                 shrink: float | None = None) -> tuple[Choice, Choice | None]:
     """:func:`best_choice` over every family of ``events``, and the best choice among the events that
     are not bit patterns (None when there is none), from one set of candidates: the second is what
-    a certification beside a winning bit-pattern event needs (:func:`certify_best`)."""
+    a certification beside a winning bit-pattern event needs (:func:`certify_best`). ``shrink``
+    overrides the shrinkage level of the candidates' frequencies (None: :func:`shrink_level`)."""
     n_sel, cand, gamma = _candidates(y1, y2, finite, events, None, context)
+    if shrink is not None:
+        gamma = float(shrink)
     return choose_with_real(cand, None, n_sel=n_sel, n_cert=n_cert, alpha=alpha, delta=delta, epsilon=epsilon,
                             gamma=gamma)
 

@@ -38,7 +38,7 @@ from dpharness.verifiers.statistical.parallel import sample_draws, sampling
 from dpharness.verifiers.statistical.pooling import dataset_index, move_groups
 from dpharness.verifiers.verdict import Verdict
 
-__all__ = ["search", "DEFAULT_SEARCH_SELECTION"]
+__all__ = ["search", "late_shrink", "DEFAULT_SEARCH_SELECTION", "LATE_DRAWS", "FEW_ROWS", "LATE_SHRINK"]
 
 #: Share of the budget spent on selection (pairs x events x directions) in a search.
 DEFAULT_SEARCH_SELECTION = 0.4
@@ -48,6 +48,13 @@ PROTECT = 2
 #: groups choose which pairs race on, the pairs' own scores fill the rest, so a round of groups cuts
 #: no faster than plain halving does.
 GROUP_KEEP = 0.5
+#: Late rounds of a release with few distinct rows: from this many selection draws per dataset, a
+#: vector release showing at most :data:`FEW_ROWS` distinct rows is ranked at :data:`LATE_SHRINK`.
+LATE_DRAWS = 40_000
+FEW_ROWS = 64
+#: The least shrinkage :func:`verifiers.statistical.batch.shrink_level` ever gives (its few-candidate
+#: level): the candidates of a few-row release are many views of the same rows, not many events.
+LATE_SHRINK = 0.25
 
 
 def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float = 0.05, rng: Any = None,
@@ -166,10 +173,12 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
                 alive.remove(j)
                 continue
             # the pair's best event, and its best real-valued one (the same unless a bit pattern won)
-            choices[j], second = best_choices(np.concatenate(pool[i1]), np.concatenate(pool[i2]), finite=finite,
-                                              n_cert=n_cert, alpha=alpha, delta=float(held[j].claim.delta),
-                                              events=fams, epsilon=float(held[j].claim.epsilon),
-                                              context=data_context(held[j], pairs[j].d1, pairs[j].d2))
+            y1, y2 = np.concatenate(pool[i1]), np.concatenate(pool[i2])
+            choices[j], second = best_choices(y1, y2, finite=finite, n_cert=n_cert, alpha=alpha,
+                                              delta=float(held[j].claim.delta), events=fams,
+                                              epsilon=float(held[j].claim.epsilon),
+                                              context=data_context(held[j], pairs[j].d1, pairs[j].d2),
+                                              shrink=late_shrink(y1, y2, finite))
             real[j] = second if second is not None else choices[j]
         if not alive:
             raise ValueError(f"every one of the {P} generated pairs made the mechanism raise; first: "
@@ -226,6 +235,29 @@ def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float
     v = annotate(v, held[_pair_of(v, pairs, best)])
     _report(v, skipped, merged)
     return v
+
+
+def late_shrink(y1: np.ndarray, y2: np.ndarray, finite: bool) -> float | None:
+    """The shrinkage level a ranking round uses for a pair: :data:`LATE_SHRINK` for a finite vector
+    release with at least :data:`LATE_DRAWS` selection draws per dataset and at most :data:`FEW_ROWS`
+    distinct rows among them, None (the candidates' own level) otherwise.
+
+    Why (docs/auditing.md, "How the search spends its selection draws"): the level shrinks each
+    candidate's frequencies against the winner's curse of a selection among many candidates, and is
+    set by their number. A vector release of labels (sparse vector with a cutoff: 11 distinct rows)
+    has ~90 candidates -- per-coordinate atoms and thresholds, unions of rows, learned-score
+    thresholds -- that are views of the same few rows, so that level shrinks a rare row seen a
+    thousand times as hard as a lucky one seen a few times, and the late rounds rank a pair whose
+    loss lies in a frequent, weaker event above the pair whose loss lies in a rare, stronger one.
+    Once every row that matters is seen hundreds of times, the least shrinkage is enough. Scalar
+    releases keep the plain level (their candidates already are the distinct events), and so do
+    releases with many distinct rows (sparse vector without a cutoff: 1,024), where a union of rows
+    sorted by their ratio is the lucky event the shrinkage guards against."""
+    if not finite or np.ndim(y1) < 2 or y1.shape[0] < LATE_DRAWS:
+        return None
+    rows = np.concatenate([y1, y2]).reshape(y1.shape[0] + y2.shape[0], -1)
+    rows = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
+    return LATE_SHRINK if np.unique(rows).size <= FEW_ROWS else None
 
 
 def _informative(factor: list[int], alive: list[int]) -> bool:
