@@ -64,8 +64,8 @@ VALUE_GAPS = (0.0, 1.0)
 #: Leader gaps (x sensitivity/epsilon) for a selection that releases the winner's index. Its loss
 #: per move is at most its claim's worth and, for noise of unbounded support, lies nearest the
 #: claim at ties and one noise scale apart; the regime of a runner-up far behind is the "one
-#: candidate far ahead" base. Gaps 2, 4 and 8 (27 more pairs at 5 candidates) cost the ranking's first
-#: rounds the draws that tell the good pairs apart (docs/auditing.md, "How the search spends its
+#: candidate far ahead" base. Gaps 2, 4 and 8 (27 more pairs at 5 candidates) cost the ranking's
+#: first rounds the draws that tell the good pairs apart (docs/auditing.md, "How the search spends its
 #: selection draws"). What they found that these do not: the support edge of *bounded* noise,
 #: which is still flagged from the ties, at a finite bound.
 INDEX_GAPS = (0.0, 1.0)
@@ -73,8 +73,8 @@ INDEX_GAPS = (0.0, 1.0)
 
 def score_pairs(mechanism: Any, relation: Relation) -> list[Pair]:
     """Bases with ties and with a leader ahead by 1 x sensitivity/epsilon, one candidate far ahead
-    (by 8 x sensitivity/epsilon), the example and its all-ties twin, each moved by the sensitivity in every
-    pattern the relation allows (one direction only when ``relation.monotone``).
+    (by 8 x sensitivity/epsilon), the example and its all-ties twin, each moved by the sensitivity
+    in every pattern the relation allows (one direction only when ``relation.monotone``).
 
     A mechanism that answers each query (its release has a coordinate per query: sparse vector,
     prefix sums) gets the ties bases only: a leader far ahead is the pattern of a *selection*

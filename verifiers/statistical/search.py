@@ -28,11 +28,13 @@ from dpharness.verifiers import bounds
 from dpharness.verifiers.claims import annotate, at_pair, pairs_for
 from dpharness.verifiers.relations import merge_swaps
 from dpharness.verifiers.events.bits import FLOAT_KINDS
+from dpharness.verifiers.events.core import _row_keys
 from dpharness.verifiers.events.families import FLOATS
 from dpharness.verifiers.events.reachable import data_context
 from dpharness.verifiers.statistical.batch import (SELECT, SEQUENTIAL, Choice, alpha_split, best_choice, certify,
                                                    certify_best, check_samples, check_selection, check_sequential,
-                                                   best_choices, event_family, is_finite, resolve_events, seed_of)
+                                                   best_choices, event_family, is_finite, resolve_events, seed_of,
+                                                   shrink_level)
 from dpharness.verifiers.statistical.held_out import held_out_choices
 from dpharness.verifiers.statistical.parallel import sample_draws, sampling
 from dpharness.verifiers.statistical.pooling import dataset_index, move_groups
@@ -54,7 +56,7 @@ LATE_DRAWS = 40_000
 FEW_ROWS = 64
 #: The least shrinkage :func:`verifiers.statistical.batch.shrink_level` ever gives (its few-candidate
 #: level): the candidates of a few-row release are many views of the same rows, not many events.
-LATE_SHRINK = 0.25
+LATE_SHRINK = shrink_level(1)
 
 
 def search(mechanism: Any, *, generator: Any = "auto", budget: int, alpha: float = 0.05, rng: Any = None,
@@ -255,9 +257,13 @@ def late_shrink(y1: np.ndarray, y2: np.ndarray, finite: bool) -> float | None:
     sorted by their ratio is the lucky event the shrinkage guards against."""
     if not finite or np.ndim(y1) < 2 or y1.shape[0] < LATE_DRAWS:
         return None
-    rows = np.concatenate([y1, y2]).reshape(y1.shape[0] + y2.shape[0], -1)
-    rows = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
-    return LATE_SHRINK if np.unique(rows).size <= FEW_ROWS else None
+    # rows keyed as the label-row candidates key them (one int64 per row of small integers)
+    keys = _row_keys(y1, y2)
+    if keys is not None:
+        distinct = np.unique(np.concatenate(keys)).size
+    else:
+        distinct = len(np.unique(np.concatenate([y1, y2]).reshape(y1.shape[0] + y2.shape[0], -1), axis=0))
+    return LATE_SHRINK if distinct <= FEW_ROWS else None
 
 
 def _informative(factor: list[int], alive: list[int]) -> bool:
